@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Where an operator's cgroup name lives: "/bench1" is looked up under the
+ * cgroup2 mount and under the cpuset v1 mount (hybrid hosts have both);
+ * an absolute directory path below a cgroup mount is taken as it is. */
+
+#include "rootdir.h"
+
+typedef struct CgroupMounts {
+        char *v2;        /* cgroup2 mount point, NULL if none */
+        char *v1_cpuset; /* cgroup v1 cpuset mount point, NULL if none */
+} CgroupMounts;
+
+void cgroup_mounts_done(CgroupMounts *m);
+/* From ROOT/proc/self/mounts. */
+int cgroup_mounts_read(const RootDir *root, CgroupMounts *ret);
+
+typedef struct CgroupLocation {
+        char *dir; /* absolute directory on the host, e.g. /sys/fs/cgroup/cpuset/bench1 */
+        bool v2;
+} CgroupLocation;
+
+void cgroup_location_done(CgroupLocation *l);
+/* -ENOENT if the cgroup exists in no hierarchy that steerd can steer. */
+int cgroup_resolve(const RootDir *root, const CgroupMounts *m, const char *name, CgroupLocation *ret);

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <float.h>
+#include <ini.h>
+#include <math.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "log.h"
+
+typedef enum KeyType {
+        KEY_UINT,
+        KEY_U64,
+        KEY_DOUBLE,  /* plain number */
+        KEY_PERCENT, /* "25" or "25%": stored as the number of percent */
+        KEY_FRACTION, /* "25%" or "0.25": stored as a fraction */
+        KEY_BOOL,
+        KEY_MODE,
+        KEY_STICKY_SCOPE,
+} KeyType;
+
+typedef struct KeyDef {
+        const char *section, *name;
+        KeyType type;
+        size_t offset;
+        double min, max;
+} KeyDef;
+
+#define K(sec, key, t, field, lo, hi) {sec, key, t, offsetof(Settings, field), lo, hi}
+static const KeyDef key_table[] = {
+        K("Manager", "Mode", KEY_MODE, mode, 0, 0),
+        K("Manager", "SamplePeriodMs", KEY_U64, sample_period_ms, 10, 60000),
+        K("Manager", "SmoothingHalfLifeMs", KEY_U64, smoothing_half_life_ms, 0, 600000),
+        K("Manager", "CountSteal", KEY_BOOL, count_steal, 0, 0),
+        K("Manager", "MaxScanThreads", KEY_UINT, max_scan_threads, 1, 10000000),
+        K("Policy", "MinWindowCores", KEY_UINT, min_window_cores, 1, 65536),
+        K("Policy", "WindowHeadroom", KEY_FRACTION, window_headroom, 0, 10),
+        K("Policy", "MinLLCCPUs", KEY_UINT, min_llc_cpus, 1, 65536),
+        K("Policy", "StickyIdlePercent", KEY_PERCENT, sticky_idle_percent, 0, 100),
+        K("Policy", "StickyTicks", KEY_UINT, sticky_ticks, 1, 100000),
+        K("Policy", "StickyReleasePercent", KEY_PERCENT, sticky_release_percent, 0, 100),
+        K("Policy", "StickyMaxWaitPercent", KEY_PERCENT, sticky_max_wait_percent, 0, 100),
+        K("Policy", "StickyScope", KEY_STICKY_SCOPE, sticky_scope, 0, 0),
+        K("Policy", "ImbalancePercent", KEY_UINT, imbalance_percent, 100, 1000),
+        K("Policy", "MaxMovesPerTick", KEY_UINT, max_moves_per_tick, 0, 100000),
+        K("Policy", "MinResidencyMs", KEY_U64, min_residency_ms, 0, 86400000),
+        K("Policy", "GuardWindowMs", KEY_U64, guard_window_ms, 1, 86400000),
+        K("Policy", "GuardPercent", KEY_PERCENT, guard_percent, 0, 1000),
+};
+#undef K
+
+typedef struct ParseState {
+        Config *config;
+        const char *file;
+        unsigned line;    /* of the line inih handed us last */
+        int error;        /* first error */
+        FILE *f;
+} ParseState;
+
+static int parse_number(const char *v, bool allow_percent, double *ret, bool *ret_percent) {
+        char *end;
+
+        if (!*v)
+                return -EINVAL;
+        errno = 0;
+        double d = strtod(v, &end);
+        if (errno || end == v || !isfinite(d))
+                return -EINVAL;
+        bool pct = false;
+        if (*end == '%' && allow_percent) {
+                pct = true;
+                end++;
+        }
+        if (*end)
+                return -EINVAL;
+        *ret = d;
+        if (ret_percent)
+                *ret_percent = pct;
+        return 0;
+}
+
+static int parse_bool(const char *v, bool *ret) {
+        static const char *const yes[] = {"1", "yes", "true", "on"}, *const no[] = {"0", "no", "false", "off"};
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+                if (strcasecmp(v, yes[i]) == 0) {
+                        *ret = true;
+                        return 0;
+                }
+                if (strcasecmp(v, no[i]) == 0) {
+                        *ret = false;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
+        char *field = (char *) &ps->config->settings + k->offset;
+        double d;
+        bool pct;
+
+        switch (k->type) {
+        case KEY_MODE: {
+                Mode m = mode_from_string(value);
+                if (m < 0)
+                        return log_parse_error(ps->file, ps->line,
+                                               "%s=: unknown mode '%s' (off, observe, latency, balanced)",
+                                               k->name, value);
+                *(Mode *) field = m;
+                return 0;
+        }
+        case KEY_STICKY_SCOPE: {
+                StickyScope s = sticky_scope_from_string(value);
+                if (s < 0)
+                        return log_parse_error(ps->file, ps->line, "%s=: unknown scope '%s' (core, cpu)",
+                                               k->name, value);
+                *(StickyScope *) field = s;
+                return 0;
+        }
+        case KEY_BOOL:
+                if (parse_bool(value, (bool *) field) < 0)
+                        return log_parse_error(ps->file, ps->line, "%s=: '%s' is not a boolean", k->name,
+                                               value);
+                return 0;
+        case KEY_FRACTION:
+        case KEY_PERCENT:
+        case KEY_DOUBLE:
+        case KEY_UINT:
+        case KEY_U64:
+                break;
+        }
+
+        if (parse_number(value, k->type == KEY_PERCENT || k->type == KEY_FRACTION, &d, &pct) < 0)
+                return log_parse_error(ps->file, ps->line, "%s=: '%s' is not a number", k->name, value);
+        if (k->type == KEY_FRACTION && pct)
+                d /= 100.0;
+        if ((k->type == KEY_UINT || k->type == KEY_U64) && d != floor(d))
+                return log_parse_error(ps->file, ps->line, "%s=: '%s' is not a whole number", k->name, value);
+        if (d < k->min || d > k->max)
+                return log_parse_error(ps->file, ps->line, "%s=: %s is out of range [%g, %g]", k->name, value,
+                                       k->min, k->max);
+        switch (k->type) {
+        case KEY_UINT:
+                *(unsigned *) field = (unsigned) d;
+                break;
+        case KEY_U64:
+                *(uint64_t *) field = (uint64_t) d;
+                break;
+        default:
+                *(double *) field = d;
+        }
+        return 0;
+}
+
+int config_validate_cgroup_path(const char *path) {
+        if (!path || path[0] != '/')
+                return -EINVAL;
+        if (strlen(path) >= 4096)
+                return -ENAMETOOLONG;
+        /* ".." would let an opt-in escape its hierarchy. */
+        for (const char *p = path; *p;) {
+                const char *e = strchrnul(p + 1, '/');
+                size_t n = (size_t) (e - p - 1);
+                if ((n == 2 && strncmp(p + 1, "..", 2) == 0) || (n == 1 && p[1] == '.'))
+                        return -EINVAL;
+                p = e;
+        }
+        for (const char *p = path; *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                        return -EINVAL;
+        return 0;
+}
+
+static int add_opt_in(ParseState *ps, const char *cgroup, const char *value) {
+        Config *c = ps->config;
+        CgroupPolicy p = cgroup_policy_from_string(value);
+
+        if (config_validate_cgroup_path(cgroup) < 0)
+                return log_parse_error(ps->file, ps->line,
+                                       "[OptIn] '%s': a cgroup is an absolute path without '.' or '..'",
+                                       cgroup);
+        if (p < 0)
+                return log_parse_error(ps->file, ps->line, "[OptIn] %s=: unknown policy '%s' (latency, balanced)",
+                                       cgroup, value);
+
+        /* A drop-in may override an earlier line for the same cgroup. */
+        for (size_t i = 0; i < c->n_opt_ins; i++)
+                if (streq(c->opt_ins[i].cgroup, cgroup)) {
+                        c->opt_ins[i].policy = p;
+                        return 0;
+                }
+
+        OptInEntry *n = realloc(c->opt_ins, (c->n_opt_ins + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        c->opt_ins = n;
+        char *dup = strdup(cgroup);
+        if (!dup)
+                return -ENOMEM;
+        c->opt_ins[c->n_opt_ins++] = (OptInEntry) {.cgroup = dup, .policy = p};
+        return 0;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value) {
+        ParseState *ps = user;
+        int r;
+
+        if (ps->error < 0)
+                return 0;
+        if (!name) /* a section header alone */
+                r = 0;
+        else if (streq(section, "OptIn"))
+                r = add_opt_in(ps, name, value);
+        else {
+                r = -ENOENT;
+                for (size_t i = 0; i < ELEMENTSOF(key_table); i++)
+                        if (streq(section, key_table[i].section) && streq(name, key_table[i].name)) {
+                                r = set_key(ps, &key_table[i], value);
+                                break;
+                        }
+                if (r == -ENOENT) {
+                        if (!streq(section, "Manager") && !streq(section, "Policy"))
+                                r = log_parse_error(ps->file, ps->line, "unknown section [%s]", section);
+                        else
+                                r = log_parse_error(ps->file, ps->line, "unknown key %s= in [%s]", name,
+                                                    section);
+                }
+        }
+        if (r < 0) {
+                ps->error = r;
+                return 0;
+        }
+        return 1;
+}
+
+/* Our own line reader, so that the handler knows the line number it is on. */
+static char *reader(char *str, int num, void *stream) {
+        ParseState *ps = stream;
+        char *s = fgets(str, num, ps->f);
+        if (s) {
+                size_t n = strlen(s);
+                if (n + 1 == (size_t) num && s[n - 1] != '\n' && !feof(ps->f)) {
+                        /* inih would silently split an over-long line. */
+                        if (ps->error >= 0)
+                                ps->error = log_parse_error(ps->file, ps->line + 1, "line longer than %d characters",
+                                                            num - 2);
+                        int ch;
+                        while ((ch = fgetc(ps->f)) != EOF && ch != '\n')
+                                ;
+                }
+                ps->line++;
+        }
+        return s;
+}
+
+static int parse_one(Config *c, const char *path) {
+        _cleanup_(fclosep) FILE *f = fopen(path, "re");
+        if (!f)
+                return log_error_errno(errno, "%s: cannot open", path);
+
+        ParseState ps = {.config = c, .file = path, .f = f};
+        int r = ini_parse_stream(reader, &ps, handler, &ps);
+        if (ps.error < 0)
+                return ps.error;
+        if (r > 0)
+                return log_parse_error(path, (unsigned) r, "syntax error (expected [Section] or Key=Value)");
+        if (r < 0)
+                return log_error_errno(ENOMEM, "%s: cannot parse", path);
+        return 0;
+}
+
+static int filter_conf(const struct dirent *de) {
+        size_t n = strlen(de->d_name);
+        return de->d_name[0] != '.' && n > 5 && streq(de->d_name + n - 5, ".conf");
+}
+
+Config *config_free(Config *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < c->n_opt_ins; i++)
+                free(c->opt_ins[i].cgroup);
+        free(c->opt_ins);
+        free(c->path);
+        free(c);
+        return NULL;
+}
+
+int config_load(const char *path, bool missing_ok, Config **ret) {
+        _cleanup_(config_freep) Config *c = calloc(1, sizeof(Config));
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        settings_init_defaults(&c->settings);
+        if (!path) {
+                *ret = TAKE_PTR(c);
+                return 0;
+        }
+        c->path = strdup(path);
+        if (!c->path)
+                return -ENOMEM;
+
+        if (access(path, F_OK) < 0) {
+                if (!missing_ok || errno != ENOENT)
+                        return log_error_errno(errno, "%s: cannot open config", path);
+        } else {
+                r = parse_one(c, path);
+                if (r < 0)
+                        return r;
+        }
+
+        _cleanup_(freep) char *dir = NULL;
+        if (asprintf(&dir, "%s.d", path) < 0)
+                return -ENOMEM;
+        struct dirent **list = NULL;
+        int n = scandir(dir, &list, filter_conf, alphasort);
+        r = 0;
+        for (int i = 0; i < n; i++) {
+                if (r >= 0) {
+                        _cleanup_(freep) char *p = NULL;
+                        if (asprintf(&p, "%s/%s", dir, list[i]->d_name) < 0)
+                                r = -ENOMEM;
+                        else
+                                r = parse_one(c, p);
+                }
+                free(list[i]);
+        }
+        free(list);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(c);
+        return 0;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* steerd.conf: [Manager], [Policy] and [OptIn] (DESIGN.md 6), parsed with
+ * libinih, then drop-ins FILE.d/ *.conf in lexical order, each overriding
+ * any key. A bad file is refused whole with file:line: reason; the caller
+ * keeps its running config. */
+
+#include "settings.h"
+
+typedef struct OptInEntry {
+        char *cgroup; /* "/bench1", "/system.slice/app.service", or an absolute directory path */
+        CgroupPolicy policy;
+} OptInEntry;
+
+typedef struct Config {
+        Settings settings;
+        OptInEntry *opt_ins;
+        size_t n_opt_ins;
+        char *path; /* the main file, for messages and reloads */
+} Config;
+
+Config *config_free(Config *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
+
+/* Load path (NULL: defaults only) and its drop-ins. A missing main file is
+ * an error unless missing_ok. */
+int config_load(const char *path, bool missing_ok, Config **ret);
+
+/* Parses the value of a CGROUP=POLICY line; validates the path. */
+int config_validate_cgroup_path(const char *path);
+
+#define STEERD_DEFAULT_CONFIG "/etc/steerd/steerd.conf"

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdarg.h>
+#include <systemd/sd-journal.h>
+
+#include "log.h"
+
+static bool log_to_journal(void) {
+        /* systemd sets JOURNAL_STREAM when stderr is connected to the journal;
+         * then structured entries are better than parsed lines. */
+        return getenv("JOURNAL_STREAM") && !getenv("STEERD_LOG_STDERR");
+}
+
+static bool log_debug_enabled(void) {
+        const char *e = getenv("STEERD_DEBUG");
+        return e && *e && !streq(e, "0");
+}
+
+static int vlog(int level, int error, const char *message_id, const char *fmt, va_list ap) {
+        char buf[2048];
+        int saved = errno;
+
+        if (level >= LOG_DEBUG && !log_debug_enabled())
+                goto out;
+
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+
+        if (log_to_journal()) {
+                char prio[16], mid[64], err[32];
+                snprintf(prio, sizeof(prio), "PRIORITY=%d", level);
+                snprintf(mid, sizeof(mid), "MESSAGE_ID=%s", message_id ? message_id : "");
+                snprintf(err, sizeof(err), "ERRNO=%d", error < 0 ? -error : error);
+                sd_journal_send("MESSAGE=%s", buf, prio, "SYSLOG_IDENTIFIER=steerd",
+                                message_id ? mid : "STEERD_NO_ID=1", error ? err : "STEERD_NO_ERRNO=1", NULL);
+        } else if (error != 0)
+                fprintf(stderr, "%s: %s\n", buf, strerror(error < 0 ? -error : error));
+        else
+                fprintf(stderr, "%s\n", buf);
+out:
+        errno = saved;
+        return error > 0 ? -error : error;
+}
+
+int log_internal(int level, int error, const char *message_id, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vlog(level, error, message_id, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int log_parse_error(const char *file, unsigned line, const char *fmt, ...) {
+        char reason[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(reason, sizeof(reason), fmt, ap);
+        va_end(ap);
+        if (line > 0)
+                log_struct(LOG_ERR, STEERD_MESSAGE_PARSE_ERROR, "%s:%u: %s", file, line, reason);
+        else
+                log_struct(LOG_ERR, STEERD_MESSAGE_PARSE_ERROR, "%s: %s", file, reason);
+        return -EBADMSG;
+}

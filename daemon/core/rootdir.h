@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Every /proc and /sys read goes through a root directory so that tests run
+ * on fixture trees and a tree recorded on one host replays on another. */
+
+#include <dirent.h>
+#include <stdio.h>
+
+#include "steerd-macros.h"
+
+typedef struct RootDir {
+        int fd;     /* O_PATH|O_DIRECTORY fd of the root */
+        char *path; /* as given, for messages */
+} RootDir;
+
+int rootdir_open(const char *path, RootDir **ret);
+RootDir *rootdir_free(RootDir *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(RootDir *, rootdir_free);
+
+/* Paths are absolute as on the host ("/proc/stat"); they are resolved below
+ * the root. */
+int rootdir_open_file(const RootDir *r, const char *path, int flags, int *ret_fd);
+/* Read a whole (proc) file; NUL-terminated, size excludes the NUL. */
+int rootdir_read_file(const RootDir *r, const char *path, char **ret, size_t *ret_size);
+int rootdir_opendir(const RootDir *r, const char *path, DIR **ret);
+/* 0 if the path exists below the root, -errno otherwise. */
+int rootdir_access(const RootDir *r, const char *path, int mode);
+/* The path as the OS sees it, for messages ("ROOT/proc/stat"). Caller frees. */
+int rootdir_display_path(const RootDir *r, const char *path, char **ret);
+
+/* Read everything from an fd; NUL-terminated. */
+int read_full_fd(int fd, char **ret, size_t *ret_size);
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);

@@ -1,0 +1,680 @@
+/* SPDX-License-Identifier: MIT */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+
+#include "ewma.h"
+#include "log.h"
+#include "proc-pressure.h"
+#include "proc-schedstat.h"
+#include "proc-stat.h"
+#include "proc-thread.h"
+#include "sampler.h"
+#include "sched-debug.h"
+
+#define SCHED_DEBUG_PATH "/sys/kernel/debug/sched/debug"
+
+/* What we remember of a thread between two ticks, keyed by tid and checked
+ * against starttime so that a reused tid starts afresh. */
+typedef struct ThreadPrev {
+        pid_t tid;
+        uint64_t starttime;
+        uint64_t exec_ns, run_delay_ns;
+        double util, wait; /* smoothed */
+        int processor;
+        uint64_t delta_run_delay_ns; /* this tick's, for the THREADS source */
+} ThreadPrev;
+
+typedef struct CpuState {
+        double util, runnable; /* smoothed */
+        bool primed;           /* smoothed values hold data */
+} CpuState;
+
+struct Sampler {
+        const RootDir *root;
+        const Topology *topo;
+        Settings settings;
+        RunnableSource source;
+
+        bool have_prev;
+        uint64_t prev_time_us;
+        ProcStat prev_stat;
+        ProcSchedstat prev_schedstat;
+
+        CpuState *cpus; /* parallel to topo->cpus */
+
+        ThreadPrev *threads; /* sorted by tid */
+        size_t n_threads;
+};
+
+static int probe_source(const RootDir *root) {
+        if (rootdir_access(root, "/proc/schedstat", R_OK) >= 0)
+                return RUNNABLE_SOURCE_SCHEDSTAT;
+        if (rootdir_access(root, SCHED_DEBUG_PATH, R_OK) >= 0) {
+                /* debugfs may be mounted but its files unreadable (lockdown):
+                 * access() passes for root, so try a real read. */
+                _cleanup_(closep) int fd = -EBADF;
+                char c;
+                if (rootdir_open_file(root, SCHED_DEBUG_PATH, O_RDONLY, &fd) >= 0 && read(fd, &c, 1) == 1)
+                        return RUNNABLE_SOURCE_DEBUGFS;
+        }
+        return RUNNABLE_SOURCE_THREADS;
+}
+
+int sampler_new(const RootDir *root, const Topology *topo, const Settings *settings, Sampler **ret) {
+        _cleanup_(sampler_freep) Sampler *s = NULL;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->root = root;
+        s->topo = topo;
+        s->settings = *settings;
+        s->cpus = calloc(MAX(topo->n_cpus, (size_t) 1), sizeof(CpuState));
+        if (!s->cpus)
+                return -ENOMEM;
+        s->source = probe_source(root);
+        log_debug("Runnable source: %s", runnable_source_to_string(s->source));
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+Sampler *sampler_free(Sampler *s) {
+        if (!s)
+                return NULL;
+        proc_stat_done(&s->prev_stat);
+        proc_schedstat_done(&s->prev_schedstat);
+        free(s->cpus);
+        free(s->threads);
+        free(s);
+        return NULL;
+}
+
+void sampler_set_settings(Sampler *s, const Settings *settings) {
+        s->settings = *settings;
+}
+
+RunnableSource sampler_source(const Sampler *s) {
+        return s->source;
+}
+
+static int read_file(const Sampler *s, const char *path, char **ret) {
+        return rootdir_read_file(s->root, path, ret, NULL);
+}
+
+/* ---- threads ---- */
+
+typedef struct ThreadTable {
+        ThreadPrev *items;
+        size_t n, alloc;
+        size_t n_sorted; /* items[0..n_sorted) are sorted by tid */
+} ThreadTable;
+
+static int cmp_thread_prev(const void *a, const void *b) {
+        const ThreadPrev *x = a, *y = b;
+        return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static ThreadPrev *thread_find(ThreadPrev *items, size_t n, pid_t tid) {
+        ThreadPrev key = {.tid = tid};
+        return bsearch(&key, items, n, sizeof(ThreadPrev), cmp_thread_prev);
+}
+
+static ThreadPrev *thread_table_push(ThreadTable *t) {
+        if (t->n == t->alloc) {
+                size_t n = t->alloc ? t->alloc * 2 : 256;
+                ThreadPrev *p = realloc(t->items, n * sizeof(ThreadPrev));
+                if (!p)
+                        return NULL;
+                t->items = p;
+                t->alloc = n;
+        }
+        t->items[t->n] = (ThreadPrev) {};
+        return &t->items[t->n++];
+}
+
+static bool vanished(int r) {
+        /* A thread that exits between readdir and open, or while we read. */
+        return r == -ENOENT || r == -ESRCH || r == -ENOTDIR;
+}
+
+/* Read stat and schedstat of one thread and fold them into the table. Returns
+ * 0 and sets *ret (NULL if the thread vanished or its files are malformed:
+ * both are logged by the callee/parser and skipped, never fatal). */
+static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint64_t dt_us, double alpha,
+                         ThreadPrev **ret) {
+        char path[96];
+        _cleanup_(freep) char *stat = NULL, *schedstat = NULL;
+        ThreadStat st;
+        ThreadSchedstat ss;
+        int r;
+
+        *ret = NULL;
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
+        r = read_file(s, path, &stat);
+        if (r < 0)
+                return vanished(r) ? 0 : r;
+        if (thread_stat_parse(stat, path, &st, NULL) < 0)
+                return 0;
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int) pid, (int) tid);
+        r = read_file(s, path, &schedstat);
+        if (r < 0)
+                return vanished(r) ? 0 : r;
+        if (thread_schedstat_parse(schedstat, path, &ss, NULL) < 0)
+                return 0;
+
+        ThreadPrev *n = thread_table_push(t);
+        if (!n)
+                return -ENOMEM;
+        *n = (ThreadPrev) {
+                .tid = tid,
+                .starttime = st.starttime,
+                .exec_ns = ss.sum_exec_runtime_ns,
+                .run_delay_ns = ss.run_delay_ns,
+                .processor = st.processor,
+        };
+        ThreadPrev *p = thread_find(s->threads, s->n_threads, tid);
+        if (p && p->starttime == st.starttime && dt_us > 0 && ss.sum_exec_runtime_ns >= p->exec_ns &&
+            ss.run_delay_ns >= p->run_delay_ns) {
+                double scale = (double) SCHED_CAPACITY_SCALE / ((double) dt_us * NSEC_PER_USEC);
+                double util = MIN((double) (ss.sum_exec_runtime_ns - p->exec_ns) * scale, (double) SCHED_CAPACITY_SCALE);
+                double wait = (double) (ss.run_delay_ns - p->run_delay_ns) * scale;
+                n->delta_run_delay_ns = ss.run_delay_ns - p->run_delay_ns;
+                n->util = ewma_update(p->util, util, alpha);
+                n->wait = ewma_update(p->wait, wait, alpha);
+        }
+        /* A new thread (or a reused tid) has no history: it starts at 0 and
+         * gets real figures from its second sample on. */
+        *ret = n;
+        return 0;
+}
+
+static bool is_pid_name(const char *s) {
+        if (!*s)
+                return false;
+        for (; *s; s++)
+                if (!isdigit((unsigned char) *s))
+                        return false;
+        return true;
+}
+
+/* The THREADS source: every thread on the host, up to max_scan_threads. */
+static int scan_all_threads(Sampler *s, ThreadTable *t, uint64_t dt_us, double alpha, bool *ret_truncated) {
+        _cleanup_(closedirp) DIR *proc = NULL;
+        struct dirent *de;
+        size_t scanned = 0;
+        int r;
+
+        *ret_truncated = false;
+        r = rootdir_opendir(s->root, "/proc", &proc);
+        if (r < 0)
+                return log_error_errno(r, "Cannot list /proc");
+
+        while ((de = readdir(proc))) {
+                if (!is_pid_name(de->d_name))
+                        continue;
+                char path[64];
+                _cleanup_(closedirp) DIR *task = NULL;
+                pid_t pid = (pid_t) atoi(de->d_name);
+
+                snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
+                if (rootdir_opendir(s->root, path, &task) < 0)
+                        continue; /* exited */
+                struct dirent *te;
+                while ((te = readdir(task))) {
+                        if (!is_pid_name(te->d_name))
+                                continue;
+                        if (scanned >= s->settings.max_scan_threads) {
+                                *ret_truncated = true;
+                                return 0;
+                        }
+                        ThreadPrev *n;
+                        r = sample_thread(s, t, pid, (pid_t) atoi(te->d_name), dt_us, alpha, &n);
+                        if (r < 0)
+                                return r;
+                        scanned++;
+                }
+        }
+        return 0;
+}
+
+/* ---- cgroups ---- */
+
+static int read_cpuset_file(Sampler *s, const char *dir, const char *name, CpuSet *ret) {
+        _cleanup_(freep) char *path = NULL, *text = NULL;
+        int r;
+
+        if (asprintf(&path, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        r = read_file(s, path, &text);
+        if (r < 0)
+                return r;
+        r = cpuset_parse(text, ret);
+        if (r < 0)
+                return log_parse_error(path, 1, "not a CPU list");
+        return 0;
+}
+
+/* The cgroup's effective CPUs; v2 without the cpuset controller: all online. */
+static int cgroup_effective_cpus(Sampler *s, const char *dir, bool v2, hwloc_const_bitmap_t online, CpuSet *ret) {
+        const char *const names_v2[] = {"cpuset.cpus.effective"}, *const names_v1[] = {"cpuset.effective_cpus",
+                                                                                         "cpuset.cpus"};
+        const char *const *names = v2 ? names_v2 : names_v1;
+        size_t n = v2 ? ELEMENTSOF(names_v2) : ELEMENTSOF(names_v1);
+
+        for (size_t i = 0; i < n; i++) {
+                int r = read_cpuset_file(s, dir, names[i], ret);
+                if (r != -ENOENT)
+                        return r;
+        }
+        if (!v2)
+                return -ENOENT;
+        *ret = hwloc_bitmap_dup(online);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, size_t n_scanned, uint64_t dt_us,
+                         double alpha, hwloc_const_bitmap_t online, CgroupSample *c) {
+        _cleanup_(freep) char *path = NULL, *list = NULL, *parent = NULL;
+        _cleanup_cpuset_ CpuSet parent_cpus = NULL;
+        const char *dir = sc->loc->dir;
+        int r;
+
+        c->path = strdup(sc->name);
+        if (!c->path)
+                return -ENOMEM;
+        c->policy = sc->policy;
+
+        if (asprintf(&path, "%s/%s", dir, sc->loc->v2 ? "cgroup.threads" : "tasks") < 0)
+                return -ENOMEM;
+        r = read_file(s, path, &list);
+        if (r < 0)
+                return r; /* -ENOENT: the cgroup is gone */
+
+        r = cgroup_effective_cpus(s, dir, sc->loc->v2, online, &c->cpus);
+        if (r < 0)
+                return r;
+        hwloc_bitmap_and(c->cpus, c->cpus, online);
+
+        /* What the cgroup may use: what it had before steerd changed it (or
+         * what it has now), within its parent's effective CPUs. */
+        parent = strdup(dir);
+        if (!parent)
+                return -ENOMEM;
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent)
+                *slash = '\0';
+        if (cgroup_effective_cpus(s, parent, sc->loc->v2, online, &parent_cpus) < 0) {
+                parent_cpus = hwloc_bitmap_dup(online);
+                if (!parent_cpus)
+                        return -ENOMEM;
+        }
+        c->allowed = hwloc_bitmap_dup(sc->original_cpus ?: c->cpus);
+        if (!c->allowed)
+                return -ENOMEM;
+        hwloc_bitmap_and(c->allowed, c->allowed, parent_cpus);
+        hwloc_bitmap_and(c->allowed, c->allowed, online);
+
+        if (sc->loc->v2) {
+                _cleanup_(freep) char *pp = NULL, *ptext = NULL;
+                Psi psi;
+                if (asprintf(&pp, "%s/cpu.pressure", dir) < 0)
+                        return -ENOMEM;
+                if (read_file(s, pp, &ptext) >= 0 && psi_parse(ptext, pp, &psi, NULL) >= 0)
+                        c->pressure_some_avg10 = psi.some_avg10;
+        }
+
+        /* Count the lines for one allocation. */
+        size_t n_lines = 0;
+        for (const char *p = list; *p; p++)
+                n_lines += *p == '\n';
+        c->threads = calloc(n_lines + 1, sizeof(ThreadSample));
+        if (!c->threads)
+                return -ENOMEM;
+
+        unsigned lineno = 0;
+        char *save = NULL;
+        for (char *line = strtok_r(list, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                lineno++;
+                char *end;
+                errno = 0;
+                long tid = strtol(line, &end, 10);
+                if (errno || end == line || *end || tid <= 0 || tid > INT32_MAX) {
+                        log_parse_error(path, lineno, "'%s' is not a thread id", line);
+                        continue;
+                }
+
+                ThreadPrev *tp = thread_find(t->items, n_scanned, (pid_t) tid);
+                if (!tp) {
+                        r = sample_thread(s, t, (pid_t) tid, (pid_t) tid, dt_us, alpha, &tp);
+                        if (r < 0)
+                                return r;
+                        if (!tp)
+                                continue;
+                }
+
+                char tpath[96];
+                _cleanup_(freep) char *status = NULL, *sched = NULL;
+                ThreadSample *ts = &c->threads[c->n_threads];
+                *ts = (ThreadSample) {
+                        .tid = tp->tid,
+                        .starttime = tp->starttime,
+                        .cpu = tp->processor,
+                        .util = tp->util,
+                        .wait = tp->wait,
+                        .run_delay_ns = tp->run_delay_ns,
+                };
+                snprintf(tpath, sizeof(tpath), "/proc/%ld/task/%ld/status", tid, tid);
+                r = read_file(s, tpath, &status);
+                if (r < 0) {
+                        if (vanished(r))
+                                continue;
+                        return r;
+                }
+                if (thread_status_parse_cpus_allowed(status, tpath, &ts->allowed, NULL) < 0)
+                        continue;
+                snprintf(tpath, sizeof(tpath), "/proc/%ld/task/%ld/sched", tid, tid);
+                if (read_file(s, tpath, &sched) >= 0) {
+                        ThreadSched sch;
+                        if (thread_sched_parse(sched, tpath, &sch, NULL) >= 0)
+                                ts->nr_migrations = sch.nr_migrations;
+                }
+                c->n_threads++;
+        }
+        return 0;
+}
+
+/* ---- CPUs ---- */
+
+static int read_psi(Sampler *s, Snapshot *snap) {
+        _cleanup_(freep) char *text = NULL;
+        Psi psi;
+        int r;
+
+        r = read_file(s, "/proc/pressure/cpu", &text);
+        if (r == -ENOENT || r == -EOPNOTSUPP)
+                return 0; /* CONFIG_PSI=n or psi=0: no pressure, not an error */
+        if (r < 0)
+                return log_error_errno(r, "Cannot read /proc/pressure/cpu");
+        r = psi_parse(text, "/proc/pressure/cpu", &psi, NULL);
+        if (r < 0)
+                return r;
+        snap->psi_some_avg10 = psi.some_avg10;
+        snap->psi_full_avg10 = psi.full_avg10;
+        return 0;
+}
+
+/* Raw (unsmoothed) runnable of each CPU for this tick, or NAN where unknown. */
+static int runnable_raw(Sampler *s, const ProcStat *stat, ProcSchedstat *ret_schedstat, const ThreadTable *t,
+                        uint64_t dt_us, const double *util_raw, double *raw) {
+        const Topology *topo = s->topo;
+        int r;
+
+        for (size_t i = 0; i < topo->n_cpus; i++)
+                raw[i] = NAN;
+
+        switch (s->source) {
+        case RUNNABLE_SOURCE_SCHEDSTAT: {
+                _cleanup_(freep) char *text = NULL;
+                r = read_file(s, "/proc/schedstat", &text);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot read /proc/schedstat");
+                r = proc_schedstat_parse(text, "/proc/schedstat", ret_schedstat, NULL);
+                if (r < 0)
+                        return r;
+                if (!s->have_prev || dt_us == 0)
+                        return 0;
+                for (size_t i = 0; i < topo->n_cpus; i++) {
+                        const CpuSchedstat *c = proc_schedstat_find(ret_schedstat, topo->cpus[i].cpu),
+                                           *p = proc_schedstat_find(&s->prev_schedstat, topo->cpus[i].cpu);
+                        if (!c || !p || c->wait_ns < p->wait_ns || isnan(util_raw[i]))
+                                continue;
+                        raw[i] = util_raw[i] + (double) (c->wait_ns - p->wait_ns) * SCHED_CAPACITY_SCALE /
+                                                       ((double) dt_us * NSEC_PER_USEC);
+                }
+                return 0;
+        }
+        case RUNNABLE_SOURCE_DEBUGFS: {
+                _cleanup_(freep) char *text = NULL;
+                SchedDebug sd = {};
+                r = read_file(s, SCHED_DEBUG_PATH, &text);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot read %s", SCHED_DEBUG_PATH);
+                r = sched_debug_parse(text, SCHED_DEBUG_PATH, &sd, NULL);
+                if (r < 0)
+                        return r;
+                /* PELT's averages decay on their own 32 ms clock while util comes
+                 * from /proc/stat deltas: mixing the two raw would let runnable
+                 * drop below util. What PELT adds is the contention, the part of
+                 * runnable_avg above util_avg: add that to our util. */
+                for (size_t i = 0; i < topo->n_cpus; i++) {
+                        const SchedDebugCpu *c = sched_debug_find(&sd, topo->cpus[i].cpu);
+                        if (c && !isnan(util_raw[i]))
+                                raw[i] = util_raw[i] + (c->runnable_avg > c->util_avg
+                                                                ? (double) (c->runnable_avg - c->util_avg)
+                                                                : 0.0);
+                }
+                sched_debug_done(&sd);
+                return 0;
+        }
+        case RUNNABLE_SOURCE_THREADS:
+                if (dt_us == 0)
+                        return 0;
+                for (size_t i = 0; i < topo->n_cpus; i++)
+                        if (!isnan(util_raw[i]))
+                                raw[i] = util_raw[i];
+                for (size_t j = 0; j < t->n; j++) {
+                        const TopoCpu *tc = t->items[j].processor >= 0 ? topology_cpu(topo, (unsigned) t->items[j].processor) : NULL;
+                        if (!tc)
+                                continue;
+                        size_t i = (size_t) (tc - topo->cpus);
+                        if (!isnan(raw[i]))
+                                raw[i] += (double) t->items[j].delta_run_delay_ns * SCHED_CAPACITY_SCALE /
+                                          ((double) dt_us * NSEC_PER_USEC);
+                }
+                (void) stat;
+                return 0;
+        default:
+                return -EINVAL;
+        }
+}
+
+static int build_llcs(const Topology *topo, Snapshot *snap) {
+        snap->llcs = calloc(MAX(topo->n_llcs, (size_t) 1), sizeof(LlcSample));
+        if (!snap->llcs)
+                return -ENOMEM;
+        snap->n_llcs = topo->n_llcs;
+        for (size_t l = 0; l < topo->n_llcs; l++) {
+                LlcSample *ls = &snap->llcs[l];
+                ls->id = (unsigned) l;
+                ls->cpus = hwloc_bitmap_alloc();
+                if (!ls->cpus)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < snap->n_cpus; i++) {
+                const CpuSample *c = &snap->cpus[i];
+                if (c->llc < 0)
+                        continue;
+                LlcSample *ls = &snap->llcs[c->llc];
+                hwloc_bitmap_set(ls->cpus, c->cpu);
+                if (!c->online)
+                        continue;
+                ls->weight++;
+                ls->util += c->util;
+                ls->boosted += c->boosted;
+        }
+        for (size_t l = 0; l < snap->n_llcs; l++) {
+                LlcSample *ls = &snap->llcs[l];
+                if (ls->weight == 0)
+                        continue;
+                ls->util /= ls->weight;
+                ls->boosted /= ls->weight;
+                ls->nr_idle_scan = sis_nr_idle_scan(ls->util, ls->weight, SIS_IMBALANCE_PCT);
+                /* Overloaded: the kernel's wakeup scan would cover less than half
+                 * of the LLC (mean util above ~60% at imbalance_pct 117). */
+                ls->overloaded = ls->nr_idle_scan * 2 < ls->weight;
+        }
+        return 0;
+}
+
+int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups, Snapshot **ret) {
+        const Topology *topo = s->topo;
+        _cleanup_(snapshot_freep) Snapshot *snap = NULL;
+        _cleanup_(freep) char *text = NULL;
+        _cleanup_(freep) double *util_raw = NULL, *run_raw = NULL;
+        _cleanup_cpuset_ CpuSet online = NULL;
+        ProcStat stat = {};
+        ProcSchedstat schedstat = {};
+        ThreadTable t = {};
+        bool truncated = false;
+        int r;
+
+        uint64_t dt_us = s->have_prev && now_us > s->prev_time_us ? now_us - s->prev_time_us : 0;
+        double alpha = ewma_alpha(dt_us, s->settings.smoothing_half_life_ms * USEC_PER_MSEC);
+
+        r = read_file(s, "/proc/stat", &text);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read /proc/stat");
+        r = proc_stat_parse(text, "/proc/stat", &stat, NULL);
+        if (r < 0)
+                return r;
+
+        snap = calloc(1, sizeof(Snapshot));
+        util_raw = calloc(MAX(topo->n_cpus, (size_t) 1), sizeof(double));
+        run_raw = calloc(MAX(topo->n_cpus, (size_t) 1), sizeof(double));
+        online = hwloc_bitmap_alloc();
+        if (!snap || !util_raw || !run_raw || !online) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        snap->time_us = now_us;
+        snap->period_us = dt_us;
+        snap->source = s->source;
+
+        /* A CPU the topology has and /proc/stat has not is offline. */
+        for (size_t i = 0; i < topo->n_cpus; i++) {
+                const CpuTimes *cur = proc_stat_find(&stat, topo->cpus[i].cpu),
+                               *prev = s->have_prev ? proc_stat_find(&s->prev_stat, topo->cpus[i].cpu) : NULL;
+                util_raw[i] = NAN;
+                if (!cur)
+                        continue;
+                hwloc_bitmap_set(online, topo->cpus[i].cpu);
+                double u;
+                if (prev && cpu_times_delta_util(prev, cur, s->settings.count_steal, &u) >= 0)
+                        util_raw[i] = u;
+        }
+
+        if (s->source == RUNNABLE_SOURCE_THREADS) {
+                r = scan_all_threads(s, &t, dt_us, alpha, &truncated);
+                if (r < 0)
+                        goto fail;
+        }
+        qsort(t.items, t.n, sizeof(ThreadPrev), cmp_thread_prev);
+        size_t n_scanned = t.n;
+
+        r = runnable_raw(s, &stat, &schedstat, &t, dt_us, util_raw, run_raw);
+        if (r < 0 && s->source == RUNNABLE_SOURCE_DEBUGFS) {
+                /* debugfs can be unmounted under us: fall back for good. */
+                log_warning("The debugfs runnable source failed; using per-thread run delay from now on.");
+                s->source = RUNNABLE_SOURCE_THREADS;
+                snap->source = s->source;
+                r = 0;
+        }
+        if (r < 0)
+                goto fail;
+        snap->threads_truncated = truncated;
+
+        snap->cpus = calloc(MAX(topo->n_cpus, (size_t) 1), sizeof(CpuSample));
+        if (!snap->cpus) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        snap->n_cpus = topo->n_cpus;
+        for (size_t i = 0; i < topo->n_cpus; i++) {
+                const TopoCpu *tc = &topo->cpus[i];
+                CpuState *cs = &s->cpus[i];
+                CpuSample *c = &snap->cpus[i];
+
+                *c = (CpuSample) {.cpu = tc->cpu, .llc = tc->llc, .core = tc->core,
+                                  .online = hwloc_bitmap_isset(online, tc->cpu)};
+                if (!c->online) {
+                        cs->primed = false;
+                        continue;
+                }
+                if (!isnan(util_raw[i])) {
+                        double run = isnan(run_raw[i]) ? util_raw[i] : run_raw[i];
+                        if (cs->primed) {
+                                cs->util = ewma_update(cs->util, util_raw[i], alpha);
+                                cs->runnable = ewma_update(cs->runnable, run, alpha);
+                        } else {
+                                cs->util = util_raw[i];
+                                cs->runnable = run;
+                                cs->primed = true;
+                        }
+                }
+                c->util = cs->util;
+                c->runnable = cs->runnable;
+                c->boosted = MIN(MAX(c->util, c->runnable), (double) SCHED_CAPACITY_SCALE);
+        }
+
+        r = build_llcs(topo, snap);
+        if (r < 0)
+                goto fail;
+        r = read_psi(s, snap);
+        if (r < 0)
+                goto fail;
+
+        snap->cgroups = calloc(MAX(n_cgroups, (size_t) 1), sizeof(CgroupSample));
+        if (!snap->cgroups) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        for (size_t i = 0; i < n_cgroups; i++) {
+                CgroupSample *c = &snap->cgroups[snap->n_cgroups++];
+                r = sample_cgroup(s, &cgroups[i], &t, n_scanned, dt_us, alpha, online, c);
+                if (r < 0) {
+                        /* A cgroup that vanished, or whose files we cannot read, is
+                         * left out of this snapshot; the rest goes on. */
+                        log_full_errno(vanished(r) ? LOG_DEBUG : LOG_WARNING, r, "Cgroup %s: cannot sample",
+                                       cgroups[i].name);
+                        snap->n_cgroups--;
+                        CgroupSample *dead = &snap->cgroups[snap->n_cgroups];
+                        free(dead->path);
+                        hwloc_bitmap_free(dead->allowed);
+                        hwloc_bitmap_free(dead->cpus);
+                        for (size_t j = 0; j < dead->n_threads; j++)
+                                hwloc_bitmap_free(dead->threads[j].allowed);
+                        free(dead->threads);
+                        *dead = (CgroupSample) {};
+                        if (r == -ENOMEM)
+                                goto fail;
+                }
+        }
+
+        /* Commit: only now do this tick's counters become the previous ones. */
+        qsort(t.items, t.n, sizeof(ThreadPrev), cmp_thread_prev);
+        free(s->threads);
+        s->threads = t.items;
+        s->n_threads = t.n;
+        t.items = NULL;
+        proc_stat_done(&s->prev_stat);
+        s->prev_stat = stat;
+        proc_schedstat_done(&s->prev_schedstat);
+        s->prev_schedstat = schedstat;
+        bool first = !s->have_prev;
+        s->have_prev = true;
+        s->prev_time_us = now_us;
+
+        if (first)
+                return -EAGAIN;
+        *ret = TAKE_PTR(snap);
+        return 0;
+
+fail:
+        free(t.items);
+        proc_stat_done(&stat);
+        proc_schedstat_done(&schedstat);
+        return r;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The sampler reads the OS through the root directory and builds one
+ * immutable Snapshot per tick. It keeps only the previous raw counters and
+ * the smoothed values; it makes no decisions. */
+
+#include "cgroup-path.h"
+#include "rootdir.h"
+#include "settings.h"
+#include "snapshot.h"
+#include "topology.h"
+
+typedef struct Sampler Sampler;
+
+/* An opted-in cgroup, as the sampler needs it. */
+typedef struct SamplerCgroup {
+        const char *name;          /* as the operator named it */
+        const CgroupLocation *loc; /* where it lives */
+        CgroupPolicy policy;
+        /* The CPUs it had before steerd first changed it, NULL if unchanged:
+         * what it "allows" is what the operator gave it, not what we left. */
+        hwloc_const_bitmap_t original_cpus;
+} SamplerCgroup;
+
+/* root and topo must outlive the sampler. */
+int sampler_new(const RootDir *root, const Topology *topo, const Settings *settings, Sampler **ret);
+Sampler *sampler_free(Sampler *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Sampler *, sampler_free);
+
+/* Settings may change on reload; only the sampling ones matter here. */
+void sampler_set_settings(Sampler *s, const Settings *settings);
+
+/* Take a sample at now_us (CLOCK_MONOTONIC). The first call only primes the
+ * counters and returns -EAGAIN; later calls return a snapshot of the deltas.
+ * A malformed file fails the sample with -EBADMSG (the file and line are
+ * logged) and leaves the previous counters as they were. A cgroup that
+ * vanishes is left out of the snapshot, not an error. */
+int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups, Snapshot **ret);
+
+RunnableSource sampler_source(const Sampler *s);

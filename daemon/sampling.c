@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+#include <time.h>
+
+#include "log.h"
+#include "sampling.h"
+
+void resolved_cgroups_done(ResolvedCgroups *r) {
+        for (size_t i = 0; i < r->n; i++)
+                cgroup_location_done(&r->locations[i]);
+        free(r->items);
+        free(r->locations);
+        *r = (ResolvedCgroups) {};
+}
+
+int resolve_config_cgroups(const RootDir *root, const Config *config, ResolvedCgroups *ret) {
+        CgroupMounts mounts = {};
+        ResolvedCgroups rc = {};
+        int r;
+
+        if (config->n_opt_ins == 0) {
+                *ret = rc;
+                return 0;
+        }
+        r = cgroup_mounts_read(root, &mounts);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the cgroup mounts");
+
+        rc.items = calloc(config->n_opt_ins, sizeof(SamplerCgroup));
+        rc.locations = calloc(config->n_opt_ins, sizeof(CgroupLocation));
+        if (!rc.items || !rc.locations) {
+                cgroup_mounts_done(&mounts);
+                resolved_cgroups_done(&rc);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < config->n_opt_ins; i++) {
+                const OptInEntry *e = &config->opt_ins[i];
+                r = cgroup_resolve(root, &mounts, e->cgroup, &rc.locations[rc.n]);
+                if (r < 0) {
+                        log_warning_errno(r, "Opted-in cgroup %s: not found in any cgroup hierarchy; skipping it",
+                                          e->cgroup);
+                        continue;
+                }
+                rc.items[rc.n] = (SamplerCgroup) {
+                        .name = e->cgroup,
+                        .loc = &rc.locations[rc.n],
+                        .policy = e->policy,
+                };
+                rc.n++;
+        }
+        cgroup_mounts_done(&mounts);
+        *ret = rc;
+        return 0;
+}
+
+uint64_t now_monotonic_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}

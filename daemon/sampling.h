@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The opted-in cgroups of a config, resolved to where they live, as the
+ * sampler wants them. Used by --once and --record; the daemon keeps its own
+ * live list (config, xattrs, runtime opt-ins). */
+
+#include "config.h"
+#include "sampler.h"
+
+typedef struct ResolvedCgroups {
+        SamplerCgroup *items;
+        CgroupLocation *locations;
+        size_t n;
+} ResolvedCgroups;
+
+void resolved_cgroups_done(ResolvedCgroups *r);
+/* A cgroup that does not exist is reported and left out; not an error. */
+int resolve_config_cgroups(const RootDir *root, const Config *config, ResolvedCgroups *ret);
+
+uint64_t now_monotonic_us(void);

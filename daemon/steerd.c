@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+#include <getopt.h>
+#include <inttypes.h>
+
+#include "log.h"
+#include "steerd.h"
+#include "topology.h"
+
+static void help(void) {
+        printf("steerd [OPTIONS...]\n\n"
+               "Steers the threads of opted-in cgroups by per-LLC load and contention.\n\n"
+               "  -h --help               Show this help\n"
+               "     --version            Show the version\n"
+               "     --once               Take two samples INTERVAL apart, print the snapshot, exit\n"
+               "     --interval MS        Interval of --once (default 1000)\n"
+               "     --json               JSON output (--once, --replay)\n"
+               "     --root DIR           Read /proc and /sys below DIR (default /)\n"
+               "     --topology X         hwloc XML file or synthetic string instead of the live topology\n"
+               "     --config FILE        Config file (default " STEERD_DEFAULT_CONFIG ")\n"
+               "     --record FILE        Write one snapshot per tick to FILE as JSON lines ('-' = stdout)\n"
+               "     --ticks N            Stop --record after N snapshots\n"
+               "     --replay FILE        Run the policy engine over a recorded stream, print each plan\n"
+               "     --foreground         Run the daemon in the foreground\n");
+}
+
+static int parse_u64(const char *s, const char *what, uint64_t lo, uint64_t hi, uint64_t *ret) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+                return log_error("%s: '%s' is not a number in [%" PRIu64 ", %" PRIu64 "]", what, s, lo, hi),
+                       -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static int parse_argv(int argc, char *argv[], Args *args) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_ONCE,
+                ARG_INTERVAL,
+                ARG_JSON,
+                ARG_ROOT,
+                ARG_TOPOLOGY,
+                ARG_CONFIG,
+                ARG_RECORD,
+                ARG_TICKS,
+                ARG_REPLAY,
+                ARG_FOREGROUND,
+        };
+        static const struct option options[] = {
+                {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, ARG_VERSION},
+                {"once", no_argument, NULL, ARG_ONCE},
+                {"interval", required_argument, NULL, ARG_INTERVAL},
+                {"json", no_argument, NULL, ARG_JSON},
+                {"root", required_argument, NULL, ARG_ROOT},
+                {"topology", required_argument, NULL, ARG_TOPOLOGY},
+                {"config", required_argument, NULL, ARG_CONFIG},
+                {"record", required_argument, NULL, ARG_RECORD},
+                {"ticks", required_argument, NULL, ARG_TICKS},
+                {"replay", required_argument, NULL, ARG_REPLAY},
+                {"foreground", no_argument, NULL, ARG_FOREGROUND},
+                {},
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("steerd %s\n", STEERD_VERSION);
+                        return 0;
+                case ARG_ONCE:
+                        args->once = true;
+                        break;
+                case ARG_INTERVAL:
+                        if (parse_u64(optarg, "--interval", 1, 3600 * 1000, &args->interval_ms) < 0)
+                                return -EINVAL;
+                        break;
+                case ARG_JSON:
+                        args->json = true;
+                        break;
+                case ARG_ROOT:
+                        args->root = optarg;
+                        break;
+                case ARG_TOPOLOGY:
+                        args->topology = optarg;
+                        break;
+                case ARG_CONFIG:
+                        args->config = optarg;
+                        break;
+                case ARG_RECORD:
+                        args->record = optarg;
+                        break;
+                case ARG_TICKS:
+                        if (parse_u64(optarg, "--ticks", 1, UINT64_MAX, &args->ticks) < 0)
+                                return -EINVAL;
+                        break;
+                case ARG_REPLAY:
+                        args->replay = optarg;
+                        break;
+                case ARG_FOREGROUND:
+                        args->foreground = true;
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        return -EINVAL;
+                }
+
+        if (optind < argc)
+                return log_error("Unexpected argument '%s' (see --help)", argv[optind]), -EINVAL;
+        if (args->once + !!args->record + !!args->replay > 1)
+                return log_error("--once, --record and --replay are mutually exclusive"), -EINVAL;
+        return 1;
+}
+
+int open_root_and_topology(const Args *args, RootDir **ret_root, Topology **ret_topo) {
+        _cleanup_(rootdir_freep) RootDir *root = NULL;
+        _cleanup_(topology_freep) Topology *topo = NULL;
+        int r;
+
+        r = rootdir_open(args->root ?: "/", &root);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open root directory %s", args->root ?: "/");
+        r = topology_load(root, args->topology, &topo);
+        if (r < 0)
+                return log_error_errno(r, "Cannot load the topology (%s)", args->topology ?: "live");
+        *ret_root = TAKE_PTR(root);
+        *ret_topo = TAKE_PTR(topo);
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        _cleanup_(config_freep) Config *config = NULL;
+        Args args = {};
+        int r;
+
+        r = parse_argv(argc, argv, &args);
+        if (r <= 0)
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+
+        /* The default config may be absent (a fresh checkout, --once on a
+         * laptop); one named on the command line must exist. */
+        r = config_load(args.config ?: STEERD_DEFAULT_CONFIG, !args.config, &config);
+        if (r < 0)
+                return log_error("Refusing to start: the configuration is invalid."), EXIT_FAILURE;
+
+        if (args.once)
+                r = run_once(&args, config);
+        else if (args.record)
+                r = run_record(&args, config);
+        else if (args.replay)
+                r = run_replay(&args, config);
+        else
+                r = log_error_errno(EOPNOTSUPP, "The daemon mode is not built yet: use --once, --record or --replay");
+
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* What the command line asked for; each run mode lives in its own file. */
+
+#include "config.h"
+#include "rootdir.h"
+#include "topology.h"
+
+typedef struct Args {
+        const char *root;
+        const char *topology;
+        const char *config;
+        const char *record;
+        const char *replay;
+        uint64_t interval_ms; /* --once: 0 = default 1000 */
+        uint64_t ticks;       /* --record: stop after this many snapshots, 0 = until SIGINT/SIGTERM */
+        bool once, json, foreground;
+} Args;
+
+int run_once(const Args *args, const Config *config);
+int run_record(const Args *args, const Config *config);
+int run_replay(const Args *args, const Config *config);
+
+/* Shared by the modes that sample: open the root and the topology. */
+int open_root_and_topology(const Args *args, RootDir **ret_root, Topology **ret_topo);

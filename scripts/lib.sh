@@ -1,0 +1,29 @@
+# shellcheck shell=bash
+# Shared by scripts/run.sh and scripts/test.sh: install what is missing, build.
+
+STEERD_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+STEERD_BUILD_PACKAGES=(build-essential cmake pkg-config libsystemd-dev libhwloc-dev hwloc
+        libnl-3-dev libnl-genl-3-dev libcgroup-dev libcmocka-dev libinih-dev libjson-c-dev)
+
+steerd_install_packages() {
+        local missing=() p
+        for p in "$@"; do
+                dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+        done
+        [ ${#missing[@]} -eq 0 ] && return 0
+        if [ "$(id -u)" -ne 0 ]; then
+                echo "steerd: missing packages: ${missing[*]} (run as root to install them)" >&2
+                return 1
+        fi
+        echo "steerd: installing ${missing[*]}" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >&2 && apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+# steerd_build DIR [cmake args...]
+steerd_build() {
+        local dir=$1
+        shift
+        cmake -S "$STEERD_TOP" -B "$dir" "$@" >/dev/null && cmake --build "$dir" -j"$(nproc)"
+}
