@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>

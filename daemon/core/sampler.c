@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 
 #include "ewma.h"
 #include "log.h"
@@ -104,6 +105,15 @@ static int read_file(const Sampler *s, const char *path, char **ret) {
         return rootdir_read_file(s->root, path, ret, NULL);
 }
 
+/* The name of a file in messages: with a root other than /, say which tree. */
+static const char *display(const Sampler *s, const char *path, char *buf, size_t size) {
+        if (streq(s->root->path, "/"))
+                return path;
+        snprintf(buf, size, "%s%s", s->root->path, path);
+        return buf;
+}
+#define DISPLAY(s, path) display((s), (path), (char[PATH_MAX]) {}, PATH_MAX)
+
 /* ---- threads ---- */
 
 typedef struct ThreadTable {
@@ -156,13 +166,13 @@ static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint6
         r = read_file(s, path, &stat);
         if (r < 0)
                 return vanished(r) ? 0 : r;
-        if (thread_stat_parse(stat, path, &st, NULL) < 0)
+        if (thread_stat_parse(stat, DISPLAY(s, path), &st, NULL) < 0)
                 return 0;
         snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int) pid, (int) tid);
         r = read_file(s, path, &schedstat);
         if (r < 0)
                 return vanished(r) ? 0 : r;
-        if (thread_schedstat_parse(schedstat, path, &ss, NULL) < 0)
+        if (thread_schedstat_parse(schedstat, DISPLAY(s, path), &ss, NULL) < 0)
                 return 0;
 
         ThreadPrev *n = thread_table_push(t);
@@ -253,7 +263,7 @@ static int read_cpuset_file(Sampler *s, const char *dir, const char *name, CpuSe
                 return r;
         r = cpuset_parse(text, ret);
         if (r < 0)
-                return log_parse_error(path, 1, "not a CPU list");
+                return log_parse_error(DISPLAY(s, path), 1, "not a CPU list");
         return 0;
 }
 
@@ -322,7 +332,7 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
                 Psi psi;
                 if (asprintf(&pp, "%s/cpu.pressure", dir) < 0)
                         return -ENOMEM;
-                if (read_file(s, pp, &ptext) >= 0 && psi_parse(ptext, pp, &psi, NULL) >= 0)
+                if (read_file(s, pp, &ptext) >= 0 && psi_parse(ptext, DISPLAY(s, pp), &psi, NULL) >= 0)
                         c->pressure_some_avg10 = psi.some_avg10;
         }
 
@@ -342,7 +352,7 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
                 errno = 0;
                 long tid = strtol(line, &end, 10);
                 if (errno || end == line || *end || tid <= 0 || tid > INT32_MAX) {
-                        log_parse_error(path, lineno, "'%s' is not a thread id", line);
+                        log_parse_error(DISPLAY(s, path), lineno, "'%s' is not a thread id", line);
                         continue;
                 }
 
@@ -373,12 +383,12 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
                                 continue;
                         return r;
                 }
-                if (thread_status_parse_cpus_allowed(status, tpath, &ts->allowed, NULL) < 0)
+                if (thread_status_parse_cpus_allowed(status, DISPLAY(s, tpath), &ts->allowed, NULL) < 0)
                         continue;
                 snprintf(tpath, sizeof(tpath), "/proc/%ld/task/%ld/sched", tid, tid);
                 if (read_file(s, tpath, &sched) >= 0) {
                         ThreadSched sch;
-                        if (thread_sched_parse(sched, tpath, &sch, NULL) >= 0)
+                        if (thread_sched_parse(sched, DISPLAY(s, tpath), &sch, NULL) >= 0)
                                 ts->nr_migrations = sch.nr_migrations;
                 }
                 c->n_threads++;
@@ -398,7 +408,7 @@ static int read_psi(Sampler *s, Snapshot *snap) {
                 return 0; /* CONFIG_PSI=n or psi=0: no pressure, not an error */
         if (r < 0)
                 return log_error_errno(r, "Cannot read /proc/pressure/cpu");
-        r = psi_parse(text, "/proc/pressure/cpu", &psi, NULL);
+        r = psi_parse(text, DISPLAY(s, "/proc/pressure/cpu"), &psi, NULL);
         if (r < 0)
                 return r;
         snap->psi_some_avg10 = psi.some_avg10;
@@ -421,7 +431,7 @@ static int runnable_raw(Sampler *s, const ProcStat *stat, ProcSchedstat *ret_sch
                 r = read_file(s, "/proc/schedstat", &text);
                 if (r < 0)
                         return log_error_errno(r, "Cannot read /proc/schedstat");
-                r = proc_schedstat_parse(text, "/proc/schedstat", ret_schedstat, NULL);
+                r = proc_schedstat_parse(text, DISPLAY(s, "/proc/schedstat"), ret_schedstat, NULL);
                 if (r < 0)
                         return r;
                 if (!s->have_prev || dt_us == 0)
@@ -442,7 +452,7 @@ static int runnable_raw(Sampler *s, const ProcStat *stat, ProcSchedstat *ret_sch
                 r = read_file(s, SCHED_DEBUG_PATH, &text);
                 if (r < 0)
                         return log_error_errno(r, "Cannot read %s", SCHED_DEBUG_PATH);
-                r = sched_debug_parse(text, SCHED_DEBUG_PATH, &sd, NULL);
+                r = sched_debug_parse(text, DISPLAY(s, SCHED_DEBUG_PATH), &sd, NULL);
                 if (r < 0)
                         return r;
                 /* PELT's averages decay on their own 32 ms clock while util comes
@@ -537,7 +547,7 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
         r = read_file(s, "/proc/stat", &text);
         if (r < 0)
                 return log_error_errno(r, "Cannot read /proc/stat");
-        r = proc_stat_parse(text, "/proc/stat", &stat, NULL);
+        r = proc_stat_parse(text, DISPLAY(s, "/proc/stat"), &stat, NULL);
         if (r < 0)
                 return r;
 

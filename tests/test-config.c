@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+
+#include "test-helpers.h"
+
+#include "config.h"
+
+static char *write_conf(const char *dir, const char *name, const char *text) {
+        char *p;
+        test_write_file(dir, name, text);
+        assert_true(asprintf(&p, "%s/%s", dir, name) > 0);
+        return p;
+}
+
+static void test_defaults(void **state) {
+        Config *c = NULL;
+        assert_int_equal(config_load(NULL, true, &c), 0);
+        assert_int_equal(c->settings.mode, MODE_OBSERVE);
+        assert_int_equal(c->settings.sample_period_ms, 100);
+        assert_int_equal(c->settings.smoothing_half_life_ms, 200);
+        assert_int_equal(c->settings.imbalance_percent, 117);
+        assert_int_equal(c->settings.min_llc_cpus, 2);
+        assert_true(c->settings.window_headroom == 0.25);
+        assert_int_equal(c->n_opt_ins, 0);
+        config_free(c);
+}
+
+static void test_shipped_config_parses(void **state) {
+        /* conf/steerd.conf documents every key with its default: loading it
+         * must give exactly the built-in defaults. */
+        Config *c = NULL, *d = NULL;
+        assert_int_equal(config_load(TEST_SOURCE_DIR "/../conf/steerd.conf", false, &c), 0);
+        assert_int_equal(config_load(NULL, true, &d), 0);
+        assert_memory_equal(&c->settings, &d->settings, sizeof(Settings));
+        config_free(c);
+        config_free(d);
+}
+
+static void test_full_file_and_dropins(void **state) {
+        char *dir = test_mkdtemp();
+        char *p = write_conf(dir, "steerd.conf",
+                             "# comment\n"
+                             "[Manager]\n"
+                             "Mode=latency\n"
+                             "SamplePeriodMs=50\n"
+                             "CountSteal=no\n"
+                             "[Policy]\n"
+                             "WindowHeadroom=50%\n"
+                             "StickyIdlePercent=3.5\n"
+                             "StickyScope=cpu\n"
+                             "[OptIn]\n"
+                             "/bench1=latency\n"
+                             "/system.slice/app.service=balanced\n");
+        test_write_file(dir, "steerd.conf.d/10-a.conf", "[Manager]\nMode=balanced\n[OptIn]\n/bench1=balanced\n");
+        test_write_file(dir, "steerd.conf.d/20-b.conf", "[Policy]\nWindowHeadroom=0.1\n");
+        test_write_file(dir, "steerd.conf.d/ignored.txt", "garbage that is not read\n");
+        Config *c = NULL;
+
+        assert_int_equal(config_load(p, false, &c), 0);
+        assert_int_equal(c->settings.mode, MODE_BALANCED);
+        assert_int_equal(c->settings.sample_period_ms, 50);
+        assert_false(c->settings.count_steal);
+        assert_true(c->settings.window_headroom == 0.1);
+        assert_true(c->settings.sticky_idle_percent == 3.5);
+        assert_int_equal(c->settings.sticky_scope, STICKY_SCOPE_CPU);
+        assert_int_equal(c->n_opt_ins, 2);
+        assert_string_equal(c->opt_ins[0].cgroup, "/bench1");
+        assert_int_equal(c->opt_ins[0].policy, CGROUP_POLICY_BALANCED);
+        assert_int_equal(c->opt_ins[1].policy, CGROUP_POLICY_BALANCED);
+        config_free(c);
+        free(p);
+        test_rm_rf(dir);
+        free(dir);
+}
+
+/* Each bad file is refused whole, and the caller's config is untouched. */
+static void test_bad_files(void **state) {
+        static const struct {
+                const char *text;
+                const char *why;
+        } cases[] = {
+                {"[Manager]\nMode=turbo\n", "unknown mode"},
+                {"[Manager]\nSamplePeriodMs=abc\n", "not a number"},
+                {"[Manager]\nSamplePeriodMs=5\n", "below range"},
+                {"[Manager]\nSamplePeriodMs=100.5\n", "not whole"},
+                {"[Policy]\nNoSuchKey=1\n", "unknown key"},
+                {"[Nope]\nA=1\n", "unknown section"},
+                {"[Policy]\nStickyIdlePercent=-1\n", "negative"},
+                {"[Policy]\nWindowHeadroom=\n", "empty"},
+                {"[OptIn]\nrelative/path=latency\n", "relative cgroup"},
+                {"[OptIn]\n/a/../b=latency\n", "dot-dot"},
+                {"[OptIn]\n/a=fast\n", "unknown policy"},
+                {"[Manager]\nthis line has no equals sign\n", "syntax"},
+                {"[Manager]\nCountSteal=maybe\n", "not a boolean"},
+        };
+        char *dir = test_mkdtemp();
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                Config *c = NULL;
+                char *p = write_conf(dir, "bad.conf", cases[i].text);
+                int r = config_load(p, false, &c);
+                if (r != -EBADMSG)
+                        fail_msg("case %zu (%s): got %d", i, cases[i].why, r);
+                assert_null(c);
+                free(p);
+        }
+        test_rm_rf(dir);
+        free(dir);
+}
+
+static void test_bad_dropin_refuses_all(void **state) {
+        char *dir = test_mkdtemp();
+        char *p = write_conf(dir, "steerd.conf", "[Manager]\nMode=latency\n");
+        test_write_file(dir, "steerd.conf.d/50-bad.conf", "[Manager]\n\nMode=nope\n");
+        Config *c = NULL;
+        assert_int_equal(config_load(p, false, &c), -EBADMSG);
+        assert_null(c);
+        free(p);
+        test_rm_rf(dir);
+        free(dir);
+}
+
+static void test_missing(void **state) {
+        Config *c = NULL;
+        assert_int_equal(config_load("/nonexistent/steerd.conf", false, &c), -ENOENT);
+        assert_int_equal(config_load("/nonexistent/steerd.conf", true, &c), 0);
+        assert_int_equal(c->settings.mode, MODE_OBSERVE);
+        config_free(c);
+}
+
+static void test_cgroup_paths(void **state) {
+        assert_int_equal(config_validate_cgroup_path("/bench1"), 0);
+        assert_int_equal(config_validate_cgroup_path("/sys/fs/cgroup/cpuset/bench1"), 0);
+        assert_int_equal(config_validate_cgroup_path("/"), 0);
+        assert_int_equal(config_validate_cgroup_path("bench1"), -EINVAL);
+        assert_int_equal(config_validate_cgroup_path("/a/.."), -EINVAL);
+        assert_int_equal(config_validate_cgroup_path("/a/./b"), -EINVAL);
+        assert_int_equal(config_validate_cgroup_path("/a\nb"), -EINVAL);
+        assert_int_equal(config_validate_cgroup_path("/..."), 0); /* a legal, if odd, name */
+        char big[5000];
+        memset(big, 'a', sizeof(big));
+        big[0] = '/';
+        big[sizeof(big) - 1] = '\0';
+        assert_int_equal(config_validate_cgroup_path(big), -ENAMETOOLONG);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_defaults),         cmocka_unit_test(test_shipped_config_parses),
+                cmocka_unit_test(test_full_file_and_dropins), cmocka_unit_test(test_bad_files),
+                cmocka_unit_test(test_bad_dropin_refuses_all), cmocka_unit_test(test_missing),
+                cmocka_unit_test(test_cgroup_paths),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

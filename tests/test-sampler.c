@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampler on a generated fixture root of a 192-CPU machine (EPYC 9654,
+ * one socket: 12 LLCs x 16 CPUs, SMT2). Expected figures follow from the
+ * generator's formulas (tests/gen-fixture-root.py). */
+#include <math.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "test-helpers.h"
+
+#include "sampler.h"
+#include "topology.h"
+
+#define N_CPUS 192
+#define TOPOLOGY "pack:1 l3:12(size=32MiB) l2:8 core:1 pu:2"
+#define FIRST_TID 1000
+#define N_THREADS 64
+
+static double util_pct(unsigned cpu) {
+        return (cpu * 7) % 100;
+}
+static double wait_pct(unsigned cpu) {
+        return (cpu * 3) % 50;
+}
+static double thread_util_pct(unsigned tid) {
+        return (tid * 13) % 90;
+}
+static double thread_wait_pct(unsigned tid) {
+        return (tid * 5) % 20;
+}
+static double cap(double pct) {
+        return pct * SCHED_CAPACITY_SCALE / 100.0;
+}
+
+typedef struct Fixture {
+        char *dir;
+        RootDir *root;
+        Topology *topo;
+        Sampler *sampler;
+        Settings settings;
+        CgroupLocation loc;
+        SamplerCgroup cg;
+} Fixture;
+
+static void gen(const Fixture *f, unsigned tick, const char *extra) {
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd), "python3 %s/gen-fixture-root.py %s --cpus %d --threads %d --first-tid %d --tick %u %s",
+                 TEST_SOURCE_DIR, f->dir, N_CPUS, N_THREADS, FIRST_TID, tick, extra ? extra : "");
+        assert_int_equal(system(cmd), 0);
+}
+
+static int setup(void **state) {
+        if (system("python3 -c 'pass' 2>/dev/null") != 0)
+                return -1;
+        Fixture *f = calloc(1, sizeof(Fixture));
+        assert_non_null(f);
+        f->dir = test_mkdtemp();
+        assert_int_equal(rootdir_open(f->dir, &f->root), 0);
+        assert_int_equal(topology_load(f->root, TOPOLOGY, &f->topo), 0);
+        settings_init_defaults(&f->settings);
+        f->settings.smoothing_half_life_ms = 0; /* exact figures */
+        f->loc = (CgroupLocation) {.dir = strdup("/sys/fs/cgroup/cpuset/bench1"), .v2 = false};
+        f->cg = (SamplerCgroup) {.name = "/bench1", .loc = &f->loc, .policy = CGROUP_POLICY_LATENCY};
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+        sampler_free(f->sampler);
+        topology_free(f->topo);
+        rootdir_free(f->root);
+        cgroup_location_done(&f->loc);
+        test_rm_rf(f->dir);
+        free(f->dir);
+        free(f);
+        return 0;
+}
+
+/* Tick 0 primes, tick 1 one second later gives the snapshot. */
+static Snapshot *two_ticks(Fixture *f, const char *extra0, const char *extra1) {
+        Snapshot *s = NULL;
+        gen(f, 0, extra0);
+        assert_int_equal(sampler_new(f->root, f->topo, &f->settings, &f->sampler), 0);
+        assert_int_equal(sampler_sample(f->sampler, 1000000, &f->cg, 1, &s), -EAGAIN);
+        assert_null(s);
+        gen(f, 1, extra1);
+        assert_int_equal(sampler_sample(f->sampler, 2000000, &f->cg, 1, &s), 0);
+        assert_non_null(s);
+        return s;
+}
+
+static void check_llcs(const Snapshot *s) {
+        for (size_t l = 0; l < s->n_llcs; l++) {
+                const LlcSample *ls = &s->llcs[l];
+                double sum = 0;
+                unsigned n = 0;
+                for (size_t i = 0; i < s->n_cpus; i++)
+                        if (s->cpus[i].llc == (int) l && s->cpus[i].online) {
+                                sum += s->cpus[i].util;
+                                n++;
+                        }
+                assert_int_equal(ls->weight, n);
+                assert_true(fabs(ls->util - sum / n) < 1e-6);
+                assert_int_equal(ls->nr_idle_scan, sis_nr_idle_scan(ls->util, ls->weight, 117));
+                assert_int_equal(ls->overloaded, ls->nr_idle_scan * 2 < ls->weight);
+        }
+}
+
+static void test_schedstat_source(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = two_ticks(f, "--schedstat", "--schedstat");
+
+        assert_int_equal(s->source, RUNNABLE_SOURCE_SCHEDSTAT);
+        assert_int_equal(s->n_cpus, N_CPUS);
+        assert_int_equal(s->n_llcs, 12);
+        assert_int_equal(s->period_us, 1000000);
+        for (unsigned i = 0; i < N_CPUS; i++) {
+                const CpuSample *c = &s->cpus[i];
+                assert_int_equal(c->cpu, i);
+                assert_true(c->online);
+                assert_int_equal(c->llc, (int) (i / 16));
+                assert_int_equal(c->core, (int) (i / 2));
+                assert_true(fabs(c->util - cap(util_pct(i))) < 0.01);
+                assert_true(fabs(c->runnable - (cap(util_pct(i)) + cap(wait_pct(i)))) < 0.01);
+                assert_true(fabs(c->boosted - MIN(MAX(c->util, c->runnable), 1024.0)) < 1e-9);
+        }
+        check_llcs(s);
+        assert_true(fabs(s->psi_some_avg10 - 12.5) < 1e-9);
+
+        assert_int_equal(s->n_cgroups, 1);
+        const CgroupSample *c = &s->cgroups[0];
+        assert_string_equal(c->path, "/bench1");
+        assert_int_equal(c->n_threads, N_THREADS);
+        assert_int_equal(hwloc_bitmap_weight(c->allowed), N_CPUS);
+        for (size_t j = 0; j < c->n_threads; j++) {
+                const ThreadSample *t = &c->threads[j];
+                unsigned tid = FIRST_TID + (unsigned) j;
+                assert_int_equal(t->tid, tid);
+                assert_int_equal(t->starttime, 10000 + tid);
+                assert_int_equal(t->cpu, (int) (tid % N_CPUS));
+                assert_true(fabs(t->util - cap(thread_util_pct(tid))) < 0.01);
+                assert_true(fabs(t->wait - cap(thread_wait_pct(tid))) < 0.01);
+                assert_int_equal(t->nr_migrations, tid % 3);
+                assert_int_equal(hwloc_bitmap_weight(t->allowed), N_CPUS);
+        }
+        snapshot_free(s);
+}
+
+static void test_threads_source(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = two_ticks(f, NULL, NULL);
+        double expect_wait[N_CPUS] = {};
+
+        /* No /proc/schedstat, no debugfs: the run delay of every thread in
+         * /proc, charged to its last CPU. */
+        assert_int_equal(s->source, RUNNABLE_SOURCE_THREADS);
+        assert_false(s->threads_truncated);
+        for (unsigned tid = FIRST_TID; tid < FIRST_TID + N_THREADS; tid++)
+                expect_wait[tid % N_CPUS] += cap(thread_wait_pct(tid));
+        for (unsigned i = 0; i < N_CPUS; i++) {
+                const CpuSample *c = &s->cpus[i];
+                assert_true(fabs(c->util - cap(util_pct(i))) < 0.01);
+                assert_true(fabs(c->runnable - (c->util + expect_wait[i])) < 0.01);
+        }
+        check_llcs(s);
+        snapshot_free(s);
+}
+
+static void test_threads_source_bounded(void **state) {
+        Fixture *f = *state;
+        f->settings.max_scan_threads = 10;
+        Snapshot *s = two_ticks(f, NULL, NULL);
+        assert_true(s->threads_truncated);
+        /* The opted-in cgroup's threads are sampled in full all the same. */
+        assert_int_equal(s->cgroups[0].n_threads, N_THREADS);
+        snapshot_free(s);
+}
+
+static void test_cpu_goes_offline(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = two_ticks(f, "--schedstat", "--schedstat --offline 5,17");
+
+        assert_int_equal(s->n_cpus, N_CPUS); /* the topology still has them */
+        assert_false(s->cpus[5].online);
+        assert_false(s->cpus[17].online);
+        assert_true(s->cpus[4].online);
+        assert_int_equal(s->llcs[0].weight, 15);
+        assert_int_equal(s->llcs[1].weight, 15);
+        assert_int_equal(hwloc_bitmap_weight(s->llcs[0].cpus), 16);
+        check_llcs(s);
+        /* Threads may not be offered an offline CPU. */
+        assert_false(hwloc_bitmap_isset(s->cgroups[0].allowed, 5));
+        snapshot_free(s);
+}
+
+static void test_counters_backwards(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = two_ticks(f, "--schedstat", "--schedstat"), *s2 = NULL;
+        double before = s->cpus[3].util;
+
+        /* Tick 0 again: every counter went backwards (as after hotplug). The
+         * CPUs keep their last figures instead of showing garbage. */
+        gen(f, 0, "--schedstat");
+        assert_int_equal(sampler_sample(f->sampler, 3000000, &f->cg, 1, &s2), 0);
+        assert_true(fabs(s2->cpus[3].util - before) < 1e-9);
+        for (size_t i = 0; i < s2->n_cpus; i++) {
+                assert_true(s2->cpus[i].util >= 0 && s2->cpus[i].util <= 1024);
+                assert_true(s2->cpus[i].runnable >= 0);
+        }
+        snapshot_free(s2);
+        snapshot_free(s);
+}
+
+static void test_malformed_stat(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = two_ticks(f, "--schedstat", "--schedstat"), *s2 = NULL;
+
+        test_write_file(f->dir, "/proc/stat", "cpu  1 2 3 4\ncpu0 1 2 x 4\n");
+        assert_int_equal(sampler_sample(f->sampler, 3000000, &f->cg, 1, &s2), -EBADMSG);
+        assert_null(s2);
+        /* Nothing changed: the next good sample is against tick 1's counters. */
+        gen(f, 2, "--schedstat");
+        assert_int_equal(sampler_sample(f->sampler, 4000000, &f->cg, 1, &s2), 0);
+        assert_true(fabs(s2->cpus[3].util - cap(util_pct(3))) < 0.01);
+        assert_int_equal(s2->period_us, 2000000);
+        snapshot_free(s2);
+        snapshot_free(s);
+}
+
+static void test_cgroup_and_thread_vanish(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = two_ticks(f, "--schedstat", "--schedstat"), *s2 = NULL;
+        char path[512];
+
+        /* One thread exits between the tasks read and its stat read. */
+        gen(f, 2, "--schedstat");
+        snprintf(path, sizeof(path), "%s/proc/%d", f->dir, FIRST_TID + 3);
+        test_rm_rf(path);
+        assert_int_equal(sampler_sample(f->sampler, 3000000, &f->cg, 1, &s2), 0);
+        assert_int_equal(s2->cgroups[0].n_threads, N_THREADS - 1);
+        snapshot_free(s2);
+
+        /* The cgroup is removed: left out, the rest of the snapshot is there. */
+        snprintf(path, sizeof(path), "%s/sys/fs/cgroup/cpuset/bench1", f->dir);
+        test_rm_rf(path);
+        assert_int_equal(sampler_sample(f->sampler, 4000000, &f->cg, 1, &s2), 0);
+        assert_int_equal(s2->n_cgroups, 0);
+        assert_int_equal(s2->n_cpus, N_CPUS);
+        snapshot_free(s2);
+        snapshot_free(s);
+}
+
+static void test_smoothing(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = NULL;
+
+        /* Half-life = sample period: each new sample moves the figure halfway.
+         * cpu3 is fully busy for a second, then fully idle for a second. */
+        f->settings.smoothing_half_life_ms = 1000;
+        gen(f, 0, "--schedstat");
+        test_write_file(f->dir, "/proc/stat", "cpu  0 0 0 0\ncpu3 100 0 0 100\n");
+        assert_int_equal(sampler_new(f->root, f->topo, &f->settings, &f->sampler), 0);
+        assert_int_equal(sampler_sample(f->sampler, 1000000, &f->cg, 1, &s), -EAGAIN);
+        test_write_file(f->dir, "/proc/stat", "cpu  0 0 0 0\ncpu3 200 0 0 100\n");
+        assert_int_equal(sampler_sample(f->sampler, 2000000, &f->cg, 1, &s), 0);
+        assert_true(fabs(s->cpus[3].util - 1024) < 1e-9); /* the first figure is taken as it is */
+        assert_false(s->cpus[4].online);
+        snapshot_free(s);
+        test_write_file(f->dir, "/proc/stat", "cpu  0 0 0 0\ncpu3 200 0 0 200\n");
+        assert_int_equal(sampler_sample(f->sampler, 3000000, &f->cg, 1, &s), 0);
+        assert_true(fabs(s->cpus[3].util - 512) < 1e-9);
+        snapshot_free(s);
+        test_write_file(f->dir, "/proc/stat", "cpu  0 0 0 0\ncpu3 200 0 0 300\n");
+        assert_int_equal(sampler_sample(f->sampler, 4000000, &f->cg, 1, &s), 0);
+        assert_true(fabs(s->cpus[3].util - 256) < 1e-9);
+        snapshot_free(s);
+}
+
+int main(void) {
+        if (system("python3 -c pass 2>/dev/null") != 0) {
+                fprintf(stderr, "python3 is missing: the fixture generator needs it\n");
+                return TEST_SKIP;
+        }
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_schedstat_source, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_threads_source, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_threads_source_bounded, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cpu_goes_offline, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_counters_backwards, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_malformed_stat, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cgroup_and_thread_vanish, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_smoothing, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
