@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The actuator applies plans, records what it owns, and gives it back.
+ *
+ * Ownership (DESIGN.md 5): before its first change to a thread or cgroup it
+ * records (tid, starttime, original mask) or (cgroup, original cpuset.cpus);
+ * the record is kept in a state file (atomic write + rename, 0600) so that a
+ * successor can restore after a crash. A mask that differs from what steerd
+ * last set was changed by someone else: steerd lets go of it and does not
+ * touch it again until the cgroup is opted in afresh.
+ *
+ * Backends, chosen per cgroup: the cgroup's own cpuset (v1 cpuset hierarchy,
+ * or v2 with the cpuset controller enabled; written with libcgroup on the
+ * live host, through the root directory on a fixture root), systemd's
+ * SetUnitProperties(AllowedCPUs=) for a cgroup that belongs to a systemd unit
+ * when systemd is PID 1, else sched_setaffinity() on every thread of the
+ * cgroup. Thread actions always use sched_setaffinity(). */
+
+#include <systemd/sd-bus.h>
+
+#include "cgroup-path.h"
+#include "plan.h"
+#include "rootdir.h"
+#include "snapshot.h"
+
+typedef struct Actuator Actuator;
+
+typedef enum ActuatorBackend {
+        ACTUATOR_BACKEND_THREADS,
+        ACTUATOR_BACKEND_CPUSET,
+        ACTUATOR_BACKEND_SYSTEMD,
+        _ACTUATOR_BACKEND_MAX,
+        _ACTUATOR_BACKEND_INVALID = -EINVAL,
+} ActuatorBackend;
+
+const char *actuator_backend_to_string(ActuatorBackend b);
+
+/* Something the actuator let go of, for the policy engine to forget
+ * (policy_state_let_go()). tid 0 = the whole cgroup. */
+typedef struct LetGo {
+        char *cgroup;
+        pid_t tid;
+        uint64_t starttime;
+} LetGo;
+
+typedef struct ActuatorReport {
+        unsigned applied;   /* actions that took effect */
+        unsigned failed;    /* actions that could not (logged with cgroup and tid) */
+        unsigned vanished;  /* ESRCH/ENOENT: the thread or cgroup is gone; dropped */
+        LetGo *let_go;      /* third-party changes and EPERM'd threads/cgroups */
+        size_t n_let_go;
+} ActuatorReport;
+
+void actuator_report_done(ActuatorReport *r);
+
+/* state_path: e.g. /run/steerd/state.json (NULL: keep no state file, for
+ * tests). bus: the system bus for the systemd backend, NULL if none. */
+int actuator_new(const RootDir *root, const char *state_path, sd_bus *bus, Actuator **ret);
+Actuator *actuator_free(Actuator *a);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Actuator *, actuator_free);
+
+/* The opted-in cgroups and where they live, for resolving plan actions. The
+ * actuator copies what it keeps. Call before check/apply each tick. */
+int actuator_set_cgroups(Actuator *a, const char *const *names, const CgroupLocation *locs, size_t n);
+
+/* Compare the masks in snap with what steerd last set; report (and forget,
+ * without restoring) what someone else changed. */
+int actuator_check_ownership(Actuator *a, const Snapshot *snap, ActuatorReport *ret);
+
+/* Apply a plan. Errors per action are handled as DESIGN.md/issue 4 say:
+ * ESRCH -> dropped; EINVAL -> the mask is recomputed against the thread's
+ * and cgroup's current CPUs and tried once more, else dropped; EPERM/EACCES ->
+ * logged once, the thread or cgroup marked unmanaged (reported in let_go). */
+int actuator_apply(Actuator *a, const Snapshot *snap, const Plan *plan, ActuatorReport *ret);
+
+/* A new thread appeared in an opted-in cgroup (proc connector): if that
+ * cgroup's window is applied per thread, apply it to the new thread now. */
+int actuator_adopt_thread(Actuator *a, const char *cgroup, pid_t tid);
+
+/* The original mask of the cgroup, if steerd changed it (NULL otherwise):
+ * what the sampler reports as the cgroup's "allowed". */
+hwloc_const_bitmap_t actuator_cgroup_original(const Actuator *a, const char *cgroup);
+
+/* Give back everything of one cgroup (opt-out), or everything (mode off,
+ * SIGTERM). Threads whose starttime no longer matches are skipped. */
+int actuator_release_cgroup(Actuator *a, const char *cgroup);
+int actuator_release_all(Actuator *a);
+
+/* At start: restore what a killed predecessor left in state_path, then
+ * remove the file. Entries whose tid's starttime differs are skipped;
+ * masks changed since by someone else are left alone. */
+int actuator_restore_predecessor(const RootDir *root, const char *state_path, sd_bus *bus);
+
+/* How many threads and cgroups the actuator currently owns. */
+void actuator_counts(const Actuator *a, size_t *ret_threads, size_t *ret_cgroups);
