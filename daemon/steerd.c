@@ -20,7 +20,10 @@ static void help(void) {
                "     --record FILE        Write one snapshot per tick to FILE as JSON lines ('-' = stdout)\n"
                "     --ticks N            Stop --record after N snapshots\n"
                "     --replay FILE        Run the policy engine over a recorded stream, print each plan\n"
-               "     --foreground         Run the daemon in the foreground\n");
+               "     --foreground         Run the daemon in the foreground (it never forks; logs go to the\n"
+               "                          terminal, or to the journal under systemd)\n"
+               "     --state-dir DIR      Where ownership is kept for restore after a crash (default /run/steerd)\n\n"
+               "Without --once, --record or --replay, steerd runs as the daemon.\n");
 }
 
 static int parse_u64(const char *s, const char *what, uint64_t lo, uint64_t hi, uint64_t *ret) {
@@ -47,6 +50,7 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 ARG_TICKS,
                 ARG_REPLAY,
                 ARG_FOREGROUND,
+                ARG_STATE_DIR,
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -61,6 +65,7 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 {"ticks", required_argument, NULL, ARG_TICKS},
                 {"replay", required_argument, NULL, ARG_REPLAY},
                 {"foreground", no_argument, NULL, ARG_FOREGROUND},
+                {"state-dir", required_argument, NULL, ARG_STATE_DIR},
                 {},
         };
         int c;
@@ -104,6 +109,9 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                         break;
                 case ARG_FOREGROUND:
                         args->foreground = true;
+                        break;
+                case ARG_STATE_DIR:
+                        args->state_dir = optarg;
                         break;
                 case '?':
                         return -EINVAL;
@@ -156,7 +164,7 @@ int main(int argc, char *argv[]) {
         else if (args.replay)
                 r = run_replay(&args, config);
         else
-                r = log_error_errno(EOPNOTSUPP, "The daemon mode is not built yet: use --once, --record or --replay");
+                r = run_daemon(&args, TAKE_PTR(config));
 
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -13,6 +13,7 @@ typedef struct Args {
         const char *config;
         const char *record;
         const char *replay;
+        const char *state_dir; /* daemon: default /run/steerd */
         uint64_t interval_ms; /* --once: 0 = default 1000 */
         uint64_t ticks;       /* --record: stop after this many snapshots, 0 = until SIGINT/SIGTERM */
         bool once, json, foreground;
@@ -21,6 +22,8 @@ typedef struct Args {
 int run_once(const Args *args, const Config *config);
 int run_record(const Args *args, const Config *config);
 int run_replay(const Args *args, const Config *config);
+/* Takes ownership of config. */
+int run_daemon(const Args *args, Config *config);
 
 /* Shared by the modes that sample: open the root and the topology. */
 int open_root_and_topology(const Args *args, RootDir **ret_root, Topology **ret_topo);

@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+
+#include "log.h"
+#include "manager.h"
+#include "sampling.h"
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata);
+
+static bool mode_applies(Mode m) {
+        return m == MODE_LATENCY || m == MODE_BALANCED;
+}
+
+static void log_plan(const Manager *m, const Plan *plan, bool applied) {
+        char buf[CPUSET_STRLEN];
+        for (size_t i = 0; i < plan->n_actions; i++) {
+                const Action *a = &plan->actions[i];
+                log_struct(LOG_INFO, STEERD_MESSAGE_ACTION, "%s%s %s %s%s%.0d -> CPUs %s: %s",
+                           applied ? "" : "[observe] ", action_policy_to_string(a->policy),
+                           action_kind_to_string(a->kind), a->cgroup, a->tid ? " tid " : "", (int) a->tid,
+                           cpuset_to_string(a->cpus, buf, sizeof(buf)), a->reason ? a->reason : "");
+        }
+}
+
+static void forget_let_go(Manager *m, const ActuatorReport *rep) {
+        for (size_t i = 0; i < rep->n_let_go; i++)
+                (void) policy_state_let_go(m->policy, rep->let_go[i].cgroup, rep->let_go[i].tid,
+                                           rep->let_go[i].starttime);
+}
+
+static Settings effective_settings(const Manager *m) {
+        Settings s = m->config->settings;
+        s.mode = m->mode;
+        return s;
+}
+
+/* ---- opt-ins ---- */
+
+int manager_refresh_optins(Manager *m, uint64_t now_us, bool rescan_xattrs) {
+        OptInSet next = {};
+        int r;
+
+        if (rescan_xattrs) {
+                OptInEntry *x = NULL;
+                size_t n = 0;
+                r = optin_scan_xattrs(m->root, &m->mounts, 16, &x, &n);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot scan the cgroup trees for %s", STEERD_XATTR);
+                else {
+                        optin_entries_free(m->xattr_optins, m->n_xattr_optins);
+                        m->xattr_optins = x;
+                        m->n_xattr_optins = n;
+                }
+                m->xattr_scanned_us = now_us;
+        }
+
+        r = optin_set_build(m->root, &m->mounts, m->runtime_optins, m->n_runtime_optins, m->config->opt_ins,
+                            m->config->n_opt_ins, m->xattr_optins, m->n_xattr_optins, &next);
+        if (r < 0)
+                return log_error_errno(r, "Cannot resolve the opted-in cgroups");
+
+        /* Give back what left the set, or whose policy or place changed. */
+        for (size_t i = 0; i < m->optins.n; i++) {
+                const OptIn *old = &m->optins.items[i], *new = optin_set_find(&next, old->name);
+                if (new && new->policy == old->policy && !!new->loc.dir == !!old->loc.dir &&
+                    (!new->loc.dir || streq(new->loc.dir, old->loc.dir)))
+                        continue;
+                if (m->actuator)
+                        (void) actuator_release_cgroup(m->actuator, old->name);
+                log_info("Cgroup %s: %s", old->name, new ? "changed; its CPUs were given back" : "opted out; its CPUs were given back");
+        }
+        for (size_t i = 0; i < next.n; i++) {
+                const OptIn *n = &next.items[i], *old = optin_set_find(&m->optins, n->name);
+                if (!old || !!old->loc.dir != !!n->loc.dir) {
+                        if (n->loc.dir)
+                                log_info("Cgroup %s (%s): opted in with policy %s (%s)", n->name, n->loc.dir,
+                                         cgroup_policy_to_string(n->policy), optin_source_to_string(n->source));
+                        else
+                                log_warning("Cgroup %s: opted in (%s) but it does not exist; it is steered once it appears",
+                                            n->name, optin_source_to_string(n->source));
+                }
+        }
+        optin_set_done(&m->optins);
+        m->optins = next;
+        return 0;
+}
+
+/* ---- the tick ---- */
+
+static int tick(Manager *m, uint64_t now_us) {
+        _cleanup_(snapshot_freep) Snapshot *snap = NULL;
+        _cleanup_(plan_freep) Plan *plan = NULL;
+        _cleanup_(freep) SamplerCgroup *cgs = NULL;
+        _cleanup_(freep) const char **names = NULL;
+        _cleanup_(freep) CgroupLocation *locs = NULL;
+        size_t n = 0;
+        int r;
+
+        if (m->mode == MODE_OFF)
+                return 0; /* nothing is sampled: off costs nothing */
+
+        if (now_us - m->xattr_scanned_us >= XATTR_RESCAN_USEC)
+                (void) manager_refresh_optins(m, now_us, true);
+
+        cgs = calloc(m->optins.n + 1, sizeof(SamplerCgroup));
+        names = calloc(m->optins.n + 1, sizeof(char *));
+        locs = calloc(m->optins.n + 1, sizeof(CgroupLocation));
+        if (!cgs || !names || !locs)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->optins.n; i++) {
+                const OptIn *o = &m->optins.items[i];
+                if (!o->loc.dir)
+                        continue;
+                cgs[n] = (SamplerCgroup) {
+                        .name = o->name,
+                        .loc = &o->loc,
+                        .policy = o->policy,
+                        .original_cpus = actuator_cgroup_original(m->actuator, o->name),
+                };
+                names[n] = o->name;
+                locs[n] = o->loc;
+                n++;
+        }
+
+        r = sampler_sample(m->sampler, now_us, cgs, n, &snap);
+        if (r == -EAGAIN)
+                return 0;
+        if (r < 0)
+                return log_warning_errno(r, "Sample failed; this tick is skipped");
+        m->ticks++;
+
+        r = actuator_set_cgroups(m->actuator, names, locs, n);
+        if (r < 0)
+                return log_error_errno(r, "Cannot update the actuator's cgroups");
+        if (mode_applies(m->mode)) {
+                _cleanup_(actuator_report_done) ActuatorReport rep = {};
+                r = actuator_check_ownership(m->actuator, snap, &rep);
+                if (r < 0)
+                        log_warning_errno(r, "Ownership check failed");
+                forget_let_go(m, &rep);
+        }
+
+        Settings settings = effective_settings(m);
+        r = policy_decide(snap, &settings, m->policy, now_us, &plan);
+        if (r < 0)
+                return log_error_errno(r, "The policy engine failed; nothing is applied this tick");
+
+        if (m->mode == MODE_OBSERVE)
+                log_plan(m, plan, false);
+        else if (mode_applies(m->mode) && plan->n_actions > 0) {
+                _cleanup_(actuator_report_done) ActuatorReport rep = {};
+                r = actuator_apply(m->actuator, snap, plan, &rep);
+                if (r < 0)
+                        log_warning_errno(r, "Applying the plan failed");
+                log_plan(m, plan, true);
+                m->actions_failed += rep.failed;
+                forget_let_go(m, &rep);
+        }
+
+        snapshot_free(m->last_snapshot);
+        m->last_snapshot = TAKE_PTR(snap);
+        plan_free(m->last_plan);
+        m->last_plan = TAKE_PTR(plan);
+
+        if (m->ticks % 50 == 1) {
+                PolicyCounters c;
+                size_t nt, nc;
+                policy_state_counters(m->policy, &c);
+                actuator_counts(m->actuator, &nt, &nc);
+                (void) sd_notifyf(false,
+                                  "STATUS=Mode %s; %zu cgroups opted in; owning %zu threads, %zu cgroups; actions "
+                                  "applied %llu, kept %llu, reverted %llu",
+                                  mode_to_string(m->mode), m->optins.n, nt, nc, (unsigned long long) c.applied,
+                                  (unsigned long long) c.kept, (unsigned long long) c.reverted);
+        }
+        return 0;
+}
+
+static int arm_timer(Manager *m, uint64_t next) {
+        int r = sd_event_source_set_time(m->sample_timer, next);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(m->sample_timer, SD_EVENT_ON);
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        uint64_t period = m->config->settings.sample_period_ms * USEC_PER_MSEC;
+
+        (void) tick(m, usec);
+        /* Keep the cadence: the next tick is due a period after this one was,
+         * unless we fell behind by more than a period. */
+        uint64_t now;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        uint64_t next = usec + period;
+        if (next <= now)
+                next = now + period;
+        return arm_timer(m, next);
+}
+
+/* ---- mode, reload ---- */
+
+int manager_set_mode(Manager *m, Mode mode) {
+        if (mode < 0 || mode >= _MODE_MAX)
+                return -EINVAL;
+        if (mode == m->mode)
+                return 0;
+        Mode old = m->mode;
+        m->mode = mode;
+        if (mode_applies(old) && !mode_applies(mode)) {
+                /* Nothing applied may outlive the mode that applied it. */
+                (void) actuator_release_all(m->actuator);
+        }
+        if (mode_applies(old) != mode_applies(mode) || mode == MODE_OFF) {
+                /* The engine's idea of what is applied is void now: start afresh. */
+                PolicyState *fresh = NULL;
+                if (policy_state_new(&fresh) >= 0) {
+                        policy_state_free(m->policy);
+                        m->policy = fresh;
+                }
+        }
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Mode %s -> %s", mode_to_string(old), mode_to_string(mode));
+        return 1;
+}
+
+int manager_reload(Manager *m) {
+        Config *c = NULL;
+        int r;
+
+        r = config_load(m->config_path, !m->config_path || streq(m->config_path, STEERD_DEFAULT_CONFIG), &c);
+        if (r < 0) {
+                log_struct(LOG_ERR, STEERD_MESSAGE_CONFIG,
+                           "Reload: %s is invalid (see above); the running configuration stays",
+                           m->config_path ?: STEERD_DEFAULT_CONFIG);
+                return r;
+        }
+        Mode old_config_mode = m->config->settings.mode;
+        config_free(m->config);
+        m->config = c;
+        sampler_set_settings(m->sampler, &c->settings);
+        if (c->settings.mode != old_config_mode)
+                (void) manager_set_mode(m, c->settings.mode);
+        uint64_t now;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        (void) manager_refresh_optins(m, now, true);
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Reloaded %s", m->config_path ?: STEERD_DEFAULT_CONFIG);
+        return 0;
+}
+
+/* ---- events ---- */
+
+static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        log_info("Received SIG%s: giving back every CPU mask, then exiting", sigabbrev_np((int) si->ssi_signo));
+        (void) sd_notify(false, "STOPPING=1");
+        return sd_event_exit(m->event, 0);
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        (void) sd_notify(false, "RELOADING=1");
+        (void) manager_reload(m);
+        (void) sd_notify(false, "READY=1");
+        return 0;
+}
+
+static int cgroup_of_thread(const Manager *m, pid_t tid, const OptIn **ret) {
+        char path[64];
+        _cleanup_(freep) char *text = NULL;
+
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) tid);
+        if (rootdir_read_file(m->root, path, &text, NULL) < 0)
+                return -ESRCH;
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                /* "0::/path" (v2) or "3:cpuset:/path" (v1, controllers may be comma-joined). */
+                char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+                if (!c2)
+                        continue;
+                const char *mount = NULL;
+                if (c2 == c1 + 1)
+                        mount = m->mounts.v2;
+                else {
+                        *c2 = '\0';
+                        for (char *t = c1 + 1; t && !mount;) {
+                                char *comma = strchr(t, ',');
+                                if (comma)
+                                        *comma = '\0';
+                                if (streq(t, "cpuset"))
+                                        mount = m->mounts.v1_cpuset;
+                                t = comma ? comma + 1 : NULL;
+                        }
+                }
+                if (!mount)
+                        continue;
+                char dir[4096];
+                snprintf(dir, sizeof(dir), "%s%s", mount, streq(c2 + 1, "/") ? "" : c2 + 1);
+                for (size_t i = 0; i < m->optins.n; i++)
+                        if (m->optins.items[i].loc.dir && streq(m->optins.items[i].loc.dir, dir)) {
+                                *ret = &m->optins.items[i];
+                                return 0;
+                        }
+        }
+        return -ENOENT;
+}
+
+static void on_fork(pid_t tid, pid_t tgid, void *userdata) {
+        Manager *m = userdata;
+        const OptIn *o;
+
+        if (!mode_applies(m->mode) || m->optins.n == 0)
+                return;
+        if (cgroup_of_thread(m, tid, &o) < 0)
+                return;
+        if (actuator_adopt_thread(m->actuator, o->name, tid) > 0)
+                m->threads_adopted++;
+}
+
+static int on_proc_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        int r = proc_connector_process(m->proc);
+        if (r == -ENOBUFS)
+                log_debug("Proc connector overflowed: new threads are picked up on the next tick");
+        else if (r < 0) {
+                log_warning_errno(r, "Proc connector failed; new threads are picked up on the next tick from now on");
+                sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        }
+        return 0;
+}
+
+/* ---- life cycle ---- */
+
+static int make_state_dir(const char *dir) {
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        return 0;
+}
+
+int manager_new(const Args *args, Config *config, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->config = config;
+        m->mode = config->settings.mode;
+        if (args->config && !(m->config_path = strdup(args->config)))
+                return -ENOMEM;
+        m->state_dir = strdup(args->state_dir ?: "/run/steerd");
+        if (!m->state_dir || asprintf(&m->state_file, "%s/state.json", m->state_dir) < 0)
+                return -ENOMEM;
+
+        r = open_root_and_topology(args, &m->root, &m->topo);
+        if (r < 0)
+                return r;
+        r = make_state_dir(m->state_dir);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create %s", m->state_dir);
+        r = cgroup_mounts_read(m->root, &m->mounts);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the cgroup mounts");
+
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the event loop");
+        (void) sd_event_set_watchdog(m->event, true);
+
+        /* The system bus is optional: the systemd backend and (later) the
+         * bus API need it; steering works without. */
+        if (sd_bus_open_system(&m->bus) < 0)
+                m->bus = NULL;
+
+        /* A predecessor that was killed left its masks: give them back first. */
+        r = actuator_restore_predecessor(m->root, m->state_file, m->bus);
+        if (r < 0)
+                log_warning_errno(r, "Could not restore what a previous steerd left");
+
+        r = sampler_new(m->root, m->topo, &config->settings, &m->sampler);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the sampler");
+        r = policy_state_new(&m->policy);
+        if (r < 0)
+                return r;
+        r = actuator_new(m->root, m->state_file, m->bus, &m->actuator);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the actuator");
+
+        r = proc_connector_new(on_fork, m, &m->proc);
+        if (r < 0)
+                log_notice("No proc connector (%s): new threads are picked up on the next tick", strerror(-r));
+        else {
+                r = sd_event_add_io(m->event, &m->proc_source, proc_connector_fd(m->proc), EPOLLIN, on_proc_event, m);
+                if (r < 0)
+                        return r;
+        }
+
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        if ((r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m)) < 0)
+                return log_error_errno(r, "Cannot watch signals");
+
+        uint64_t now;
+        r = sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        if (r < 0)
+                return r;
+        r = sd_event_add_time(m->event, &m->sample_timer, CLOCK_MONOTONIC, now, 1000, on_tick, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot add the sample timer");
+
+        r = manager_refresh_optins(m, now, true);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        if (m->actuator) {
+                (void) actuator_release_all(m->actuator);
+                actuator_free(m->actuator);
+        }
+        sd_event_source_unref(m->sample_timer);
+        sd_event_source_unref(m->proc_source);
+        proc_connector_free(m->proc);
+        sd_event_unref(m->event);
+        sd_bus_flush_close_unref(m->bus);
+        policy_state_free(m->policy);
+        sampler_free(m->sampler);
+        snapshot_free(m->last_snapshot);
+        plan_free(m->last_plan);
+        optin_set_done(&m->optins);
+        optin_entries_free(m->runtime_optins, m->n_runtime_optins);
+        optin_entries_free(m->xattr_optins, m->n_xattr_optins);
+        cgroup_mounts_done(&m->mounts);
+        config_free(m->config);
+        free(m->config_path);
+        free(m->state_dir);
+        free(m->state_file);
+        topology_free(m->topo);
+        rootdir_free(m->root);
+        free(m);
+        return NULL;
+}
+
+int manager_run(Manager *m) {
+        log_struct(LOG_INFO, STEERD_MESSAGE_STARTED,
+                   "steerd %s started: mode %s, %zu CPUs in %zu LLCs, sampling every %llu ms, runnable from %s",
+                   STEERD_VERSION, mode_to_string(m->mode), m->topo->n_cpus, m->topo->n_llcs,
+                   (unsigned long long) m->config->settings.sample_period_ms,
+                   runnable_source_to_string(sampler_source(m->sampler)));
+        (void) sd_notify(false, "READY=1");
+        return sd_event_loop(m->event);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The one struct that owns the daemon's state. Data flows one way per tick:
+ * sampler -> snapshot -> policy engine -> plan -> actuator. */
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "actuator.h"
+#include "config.h"
+#include "optin.h"
+#include "plan.h"
+#include "policy.h"
+#include "proc-connector.h"
+#include "sampler.h"
+#include "steerd.h"
+#include "topology.h"
+
+/* How often the cgroup trees are walked for user.steerd.policy. */
+#define XATTR_RESCAN_USEC (5 * USEC_PER_SEC)
+
+typedef struct Manager {
+        sd_event *event;
+        sd_event_source *sample_timer;
+        sd_event_source *proc_source;
+        sd_bus *bus; /* the system bus, NULL where there is none */
+
+        RootDir *root;
+        Topology *topo;
+        Config *config;
+        char *config_path;
+        char *state_dir;  /* /run/steerd: ownership, for restore after a crash */
+        char *state_file; /* state_dir/state.json */
+        Mode mode;        /* the config's Mode= unless changed at run time */
+
+        Sampler *sampler;
+        PolicyState *policy;
+        Actuator *actuator;
+        ProcConnector *proc;
+
+        CgroupMounts mounts;
+        OptInEntry *runtime_optins;
+        size_t n_runtime_optins;
+        OptInEntry *xattr_optins;
+        size_t n_xattr_optins;
+        uint64_t xattr_scanned_us;
+        OptInSet optins;
+
+        Snapshot *last_snapshot;
+        Plan *last_plan;
+        uint64_t ticks;
+        uint64_t actions_failed;
+        uint64_t threads_adopted;
+} Manager;
+
+int manager_new(const Args *args, Config *config, Manager **ret);
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+
+int manager_run(Manager *m);
+
+/* Switch mode: leaving latency/balanced gives everything back. */
+int manager_set_mode(Manager *m, Mode mode);
+/* Re-read the config; a bad file keeps the running one (and says so). */
+int manager_reload(Manager *m);
+/* Re-resolve the opted-in cgroups; a cgroup that left is given back. */
+int manager_refresh_optins(Manager *m, uint64_t now_us, bool rescan_xattrs);

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/* A load for the daemon's tests: N threads that each burn DUTY% of a CPU in
+ * short slices (so that they wake and sleep like a service), or thread churn:
+ * RATE short-lived threads created per second. Runs SECONDS, then exits. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static atomic_bool stop;
+static unsigned duty = 100;
+
+static double now_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static void *worker(void *arg) {
+        (void) arg;
+        const double slice = 0.002; /* 2 ms of work, then the rest of the period asleep */
+        volatile unsigned long x = 0;
+        while (!atomic_load(&stop)) {
+                double t0 = now_s();
+                while (now_s() - t0 < slice * duty / 100.0)
+                        x++;
+                if (duty < 100) {
+                        struct timespec ts = {0, (long) (slice * (100 - duty) / 100.0 * 1e9)};
+                        nanosleep(&ts, NULL);
+                }
+        }
+        return NULL;
+}
+
+static void *short_lived(void *arg) {
+        (void) arg;
+        volatile unsigned long x = 0;
+        for (int i = 0; i < 20000; i++)
+                x++;
+        return NULL;
+}
+
+int main(int argc, char *argv[]) {
+        unsigned threads = 4, rate = 0;
+        double seconds = 10;
+        int c;
+        static const struct option options[] = {
+                {"threads", required_argument, NULL, 't'}, {"duty", required_argument, NULL, 'd'},
+                {"churn", required_argument, NULL, 'c'},   {"seconds", required_argument, NULL, 's'},
+                {},
+        };
+        while ((c = getopt_long(argc, argv, "t:d:c:s:", options, NULL)) >= 0)
+                switch (c) {
+                case 't':
+                        threads = (unsigned) atoi(optarg);
+                        break;
+                case 'd':
+                        duty = (unsigned) atoi(optarg);
+                        break;
+                case 'c':
+                        rate = (unsigned) atoi(optarg);
+                        break;
+                case 's':
+                        seconds = atof(optarg);
+                        break;
+                default:
+                        fprintf(stderr, "usage: %s [--threads N] [--duty PCT] [--churn RATE] [--seconds S]\n", argv[0]);
+                        return 2;
+                }
+
+        /* Wait for the caller to move us into a cgroup: it writes a line to stdin. */
+        printf("ready %d\n", (int) getpid());
+        fflush(stdout);
+        char line[16];
+        if (!fgets(line, sizeof(line), stdin))
+                return 1;
+
+        pthread_t *t = calloc(threads ? threads : 1, sizeof(pthread_t));
+        for (unsigned i = 0; i < threads; i++)
+                if (pthread_create(&t[i], NULL, worker, NULL) != 0)
+                        return 1;
+
+        unsigned long churned = 0;
+        double end = now_s() + seconds;
+        while (now_s() < end) {
+                if (rate == 0) {
+                        usleep(50000);
+                        continue;
+                }
+                /* One batch every 10 ms. */
+                unsigned batch = rate / 100 ? rate / 100 : 1;
+                pthread_t b[1024];
+                unsigned n = batch < 1024 ? batch : 1024;
+                for (unsigned i = 0; i < n; i++)
+                        if (pthread_create(&b[i], NULL, short_lived, NULL) != 0)
+                                n = i;
+                for (unsigned i = 0; i < n; i++)
+                        pthread_join(b[i], NULL);
+                churned += n;
+                usleep(10000);
+        }
+        atomic_store(&stop, true);
+        for (unsigned i = 0; i < threads; i++)
+                pthread_join(t[i], NULL);
+        free(t);
+        if (rate)
+                fprintf(stderr, "churned %lu threads\n", churned);
+        return 0;
+}
