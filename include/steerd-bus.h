@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The bus API of steerd (DESIGN.md 4), shared by the daemon and steerctl.
+ *
+ * Object /org/steerd1, interface org.steerd1.Manager, on the system bus as
+ * org.steerd1.
+ *
+ * Properties (read-only, everyone):
+ *   Mode              s   off | observe | latency | balanced  (emits PropertiesChanged)
+ *   SamplePeriodUSec  t
+ *   Version           s
+ *   Counters          a{st}  ticks, applied, kept, reverted, restored, failed, adopted
+ *
+ * Methods:
+ *   SetMode(s mode)                      root or polkit org.steerd1.manage
+ *   OptIn(s cgroup, s policy)            root or polkit; policy latency | balanced
+ *   OptOut(s cgroup)                     root or polkit; gives the cgroup's CPUs back
+ *   ListCgroups() -> a(sssssu)           everyone: name, policy, source (runtime|config|xattr),
+ *                                        directory ("" if it does not exist), current CPUs, threads
+ *   Describe() -> s                      everyone: JSON {"mode", "snapshot": <DESIGN.md 6 snapshot>,
+ *                                        "plan": [<actions with reasons>], "counters": {...}}
+ *   Reload()                             root or polkit; a bad config keeps the running one and
+ *                                        fails with InvalidArgument naming file:line
+ *
+ * Signals:
+ *   ModeChanged(s mode)
+ *   LLCOverload(u llc, b overloaded, d util)   when an LLC's overloaded flag flips
+ *   ActionsApplied(u count, s plan_json)       after a tick that applied actions
+ *
+ * Errors carry a message a person understands. */
+
+#define STEERD_BUS_NAME "org.steerd1"
+#define STEERD_BUS_PATH "/org/steerd1"
+#define STEERD_BUS_INTERFACE "org.steerd1.Manager"
+#define STEERD_POLKIT_ACTION "org.steerd1.manage"
+
+#define STEERD_ERROR_NO_SUCH_CGROUP "org.steerd1.Error.NoSuchCgroup"
+#define STEERD_ERROR_INVALID_ARGUMENT "org.steerd1.Error.InvalidArgument"
+#define STEERD_ERROR_ACCESS_DENIED "org.steerd1.Error.AccessDenied"
+
+/* Longest cgroup path a bus caller may pass. */
+#define STEERD_BUS_PATH_MAX 4096
