@@ -27,7 +27,9 @@ int cpuset_parse(const char *s, CpuSet *ret) {
                 return 0;
         }
 
-        char *buf = strndupa(p, len);
+        _cleanup_(freep) char *buf = strndup(p, len);
+        if (!buf)
+                return -ENOMEM;
         for (char *tok = buf; tok;) {
                 char *comma = strchr(tok, ',');
                 if (comma)
