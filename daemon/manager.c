@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
+#include "bus.h"
 #include "log.h"
 #include "manager.h"
+#include "snapshot-json.h"
 #include "sampling.h"
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata);
@@ -57,10 +59,21 @@ int manager_refresh_optins(Manager *m, uint64_t now_us, bool rescan_xattrs) {
                 m->xattr_scanned_us = now_us;
         }
 
-        r = optin_set_build(m->root, &m->mounts, m->runtime_optins, m->n_runtime_optins, m->config->opt_ins,
+        r = optin_set_build(m->root, &m->mounts, m->runtime.opt_ins, m->runtime.n_opt_ins, m->config->opt_ins,
                             m->config->n_opt_ins, m->xattr_optins, m->n_xattr_optins, &next);
         if (r < 0)
                 return log_error_errno(r, "Cannot resolve the opted-in cgroups");
+        /* steerctl opt-out of a cgroup the config or an xattr names wins. */
+        for (size_t i = 0; i < next.n;) {
+                if (!runtime_state_opted_out(&m->runtime, next.items[i].name)) {
+                        i++;
+                        continue;
+                }
+                free(next.items[i].name);
+                cgroup_location_done(&next.items[i].loc);
+                memmove(&next.items[i], &next.items[i + 1], (next.n - i - 1) * sizeof(OptIn));
+                next.n--;
+        }
 
         /* Give back what left the set, or whose policy or place changed. */
         for (size_t i = 0; i < m->optins.n; i++) {
@@ -160,6 +173,7 @@ static int tick(Manager *m, uint64_t now_us) {
                 forget_let_go(m, &rep);
         }
 
+        bus_emit_tick(m, m->last_snapshot, snap, mode_applies(m->mode) ? plan : NULL);
         snapshot_free(m->last_snapshot);
         m->last_snapshot = TAKE_PTR(snap);
         plan_free(m->last_plan);
@@ -223,7 +237,119 @@ int manager_set_mode(Manager *m, Mode mode) {
                 }
         }
         log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Mode %s -> %s", mode_to_string(old), mode_to_string(mode));
+        bus_emit_mode_changed(m);
         return 1;
+}
+
+static void save_runtime(Manager *m) {
+        if (!m->config->settings.persist_runtime)
+                return;
+        if (mkdir(m->state_dir, 0755) < 0 && errno != EEXIST) {
+                log_warning_errno(errno, "Cannot create %s; runtime changes will not survive a restart", m->state_dir);
+                return;
+        }
+        (void) runtime_state_save(&m->runtime, m->runtime_file);
+}
+
+int manager_set_mode_runtime(Manager *m, Mode mode) {
+        int r = manager_set_mode(m, mode);
+        if (r < 0)
+                return r;
+        m->runtime.has_mode = true;
+        m->runtime.mode = mode;
+        save_runtime(m);
+        return 0;
+}
+
+int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy) {
+        CgroupLocation loc = {};
+        uint64_t now;
+        int r;
+
+        r = cgroup_resolve(m->root, &m->mounts, cgroup, &loc);
+        if (r < 0)
+                return r;
+        cgroup_location_done(&loc);
+        r = runtime_state_opt_in(&m->runtime, cgroup, policy);
+        if (r < 0)
+                return r;
+        save_runtime(m);
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        return manager_refresh_optins(m, now, false);
+}
+
+int manager_opt_out(Manager *m, const char *cgroup) {
+        uint64_t now;
+        int r;
+
+        if (!optin_set_find(&m->optins, cgroup))
+                return -ENOENT;
+        r = runtime_state_opt_out(&m->runtime, cgroup);
+        if (r < 0)
+                return r;
+        save_runtime(m);
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        return manager_refresh_optins(m, now, false);
+}
+
+void manager_counters(const Manager *m, ManagerCounters *ret) {
+        PolicyCounters c;
+        policy_state_counters(m->policy, &c);
+        *ret = (ManagerCounters) {
+                .ticks = m->ticks,
+                .applied = c.applied,
+                .kept = c.kept,
+                .reverted = c.reverted,
+                .restored = c.restored,
+                .failed = m->actions_failed,
+                .adopted = m->threads_adopted,
+        };
+}
+
+int manager_describe_json(const Manager *m, char **ret) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *counters = json_object_new_object();
+        ManagerCounters c;
+        int r;
+
+        if (!o || !counters)
+                return -ENOMEM;
+        json_object_object_add(o, "mode", json_object_new_string(mode_to_string(m->mode)));
+        if (m->last_snapshot) {
+                json_object *snap = NULL;
+                r = snapshot_to_json(m->last_snapshot, &snap);
+                if (r < 0)
+                        return r;
+                json_object_object_add(o, "snapshot", snap);
+        } else
+                json_object_object_add(o, "snapshot", NULL);
+        json_object *plan = NULL;
+        if (m->last_plan) {
+                _cleanup_(freep) char *text = NULL;
+                r = plan_to_json(m->last_plan, (unsigned) m->ticks, &text);
+                if (r < 0)
+                        return r;
+                json_object *po = json_tokener_parse(text), *actions;
+                if (po && json_object_object_get_ex(po, "actions", &actions))
+                        plan = json_object_get(actions);
+                json_object_put(po);
+        }
+        json_object_object_add(o, "plan", plan ?: json_object_new_array());
+        manager_counters(m, &c);
+        json_object_object_add(counters, "ticks", json_object_new_uint64(c.ticks));
+        json_object_object_add(counters, "applied", json_object_new_uint64(c.applied));
+        json_object_object_add(counters, "kept", json_object_new_uint64(c.kept));
+        json_object_object_add(counters, "reverted", json_object_new_uint64(c.reverted));
+        json_object_object_add(counters, "restored", json_object_new_uint64(c.restored));
+        json_object_object_add(counters, "failed", json_object_new_uint64(c.failed));
+        json_object_object_add(counters, "adopted", json_object_new_uint64(c.adopted));
+        json_object_object_add(o, "counters", TAKE_PTR(counters));
+
+        const char *t = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        char *d = t ? strdup(t) : NULL;
+        if (!d)
+                return -ENOMEM;
+        *ret = d;
+        return 0;
 }
 
 int manager_reload(Manager *m) {
@@ -241,8 +367,12 @@ int manager_reload(Manager *m) {
         config_free(m->config);
         m->config = c;
         sampler_set_settings(m->sampler, &c->settings);
-        if (c->settings.mode != old_config_mode)
+        if (c->settings.mode != old_config_mode) {
+                /* The operator edited Mode= in the file: that is the latest word. */
+                m->runtime.has_mode = false;
+                save_runtime(m);
                 (void) manager_set_mode(m, c->settings.mode);
+        }
         uint64_t now;
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
         (void) manager_refresh_optins(m, now, true);
@@ -350,16 +480,23 @@ int manager_new(const Args *args, Config *config, Manager **ret) {
         m->mode = config->settings.mode;
         if (args->config && !(m->config_path = strdup(args->config)))
                 return -ENOMEM;
-        m->state_dir = strdup(args->state_dir ?: "/run/steerd");
-        if (!m->state_dir || asprintf(&m->state_file, "%s/state.json", m->state_dir) < 0)
+        m->runtime_dir = strdup(args->runtime_dir ?: "/run/steerd");
+        m->state_dir = strdup(args->state_dir ?: "/var/lib/steerd");
+        if (!m->runtime_dir || !m->state_dir || asprintf(&m->ownership_file, "%s/state.json", m->runtime_dir) < 0 ||
+            asprintf(&m->runtime_file, "%s/runtime.json", m->state_dir) < 0)
                 return -ENOMEM;
+        if (config->settings.persist_runtime) {
+                (void) runtime_state_load(m->runtime_file, &m->runtime);
+                if (m->runtime.has_mode)
+                        m->mode = m->runtime.mode;
+        }
 
         r = open_root_and_topology(args, &m->root, &m->topo);
         if (r < 0)
                 return r;
-        r = make_state_dir(m->state_dir);
+        r = make_state_dir(m->runtime_dir);
         if (r < 0)
-                return log_error_errno(r, "Cannot create %s", m->state_dir);
+                return log_error_errno(r, "Cannot create %s", m->runtime_dir);
         r = cgroup_mounts_read(m->root, &m->mounts);
         if (r < 0)
                 return log_error_errno(r, "Cannot read the cgroup mounts");
@@ -375,7 +512,7 @@ int manager_new(const Args *args, Config *config, Manager **ret) {
                 m->bus = NULL;
 
         /* A predecessor that was killed left its masks: give them back first. */
-        r = actuator_restore_predecessor(m->root, m->state_file, m->bus);
+        r = actuator_restore_predecessor(m->root, m->ownership_file, m->bus);
         if (r < 0)
                 log_warning_errno(r, "Could not restore what a previous steerd left");
 
@@ -385,7 +522,7 @@ int manager_new(const Args *args, Config *config, Manager **ret) {
         r = policy_state_new(&m->policy);
         if (r < 0)
                 return r;
-        r = actuator_new(m->root, m->state_file, m->bus, &m->actuator);
+        r = actuator_new(m->root, m->ownership_file, m->bus, &m->actuator);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the actuator");
 
@@ -420,6 +557,9 @@ int manager_new(const Args *args, Config *config, Manager **ret) {
         r = manager_refresh_optins(m, now, true);
         if (r < 0)
                 return r;
+        r = bus_setup(m);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(m);
         return 0;
@@ -442,13 +582,15 @@ Manager *manager_free(Manager *m) {
         snapshot_free(m->last_snapshot);
         plan_free(m->last_plan);
         optin_set_done(&m->optins);
-        optin_entries_free(m->runtime_optins, m->n_runtime_optins);
+        runtime_state_done(&m->runtime);
         optin_entries_free(m->xattr_optins, m->n_xattr_optins);
         cgroup_mounts_done(&m->mounts);
         config_free(m->config);
         free(m->config_path);
+        free(m->runtime_dir);
+        free(m->ownership_file);
         free(m->state_dir);
-        free(m->state_file);
+        free(m->runtime_file);
         topology_free(m->topo);
         rootdir_free(m->root);
         free(m);

@@ -13,6 +13,7 @@
 #include "plan.h"
 #include "policy.h"
 #include "proc-connector.h"
+#include "runtime-state.h"
 #include "sampler.h"
 #include "steerd.h"
 #include "topology.h"
@@ -30,8 +31,11 @@ typedef struct Manager {
         Topology *topo;
         Config *config;
         char *config_path;
-        char *state_dir;  /* /run/steerd: ownership, for restore after a crash */
-        char *state_file; /* state_dir/state.json */
+        char *runtime_dir;    /* /run/steerd: ownership, for restore after a crash */
+        char *ownership_file; /* runtime_dir/state.json */
+        char *state_dir;      /* /var/lib/steerd: what steerctl changed */
+        char *runtime_file;   /* state_dir/runtime.json */
+        RuntimeState runtime;
         Mode mode;        /* the config's Mode= unless changed at run time */
 
         Sampler *sampler;
@@ -40,8 +44,6 @@ typedef struct Manager {
         ProcConnector *proc;
 
         CgroupMounts mounts;
-        OptInEntry *runtime_optins;
-        size_t n_runtime_optins;
         OptInEntry *xattr_optins;
         size_t n_xattr_optins;
         uint64_t xattr_scanned_us;
@@ -54,6 +56,10 @@ typedef struct Manager {
         uint64_t threads_adopted;
 } Manager;
 
+typedef struct ManagerCounters {
+        uint64_t ticks, applied, kept, reverted, restored, failed, adopted;
+} ManagerCounters;
+
 int manager_new(const Args *args, Config *config, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
@@ -62,6 +68,14 @@ int manager_run(Manager *m);
 
 /* Switch mode: leaving latency/balanced gives everything back. */
 int manager_set_mode(Manager *m, Mode mode);
+/* SetMode over the bus: also remembered across restarts. */
+int manager_set_mode_runtime(Manager *m, Mode mode);
+/* -ENOENT if the cgroup exists nowhere (opt-in) or is not opted in (opt-out). */
+int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy);
+int manager_opt_out(Manager *m, const char *cgroup);
+void manager_counters(const Manager *m, ManagerCounters *ret);
+/* {"mode", "snapshot", "plan", "counters"}: what Describe returns. */
+int manager_describe_json(const Manager *m, char **ret);
 /* Re-read the config; a bad file keeps the running one (and says so). */
 int manager_reload(Manager *m);
 /* Re-resolve the opted-in cgroups; a cgroup that left is given back. */

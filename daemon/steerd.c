@@ -22,7 +22,8 @@ static void help(void) {
                "     --replay FILE        Run the policy engine over a recorded stream, print each plan\n"
                "     --foreground         Run the daemon in the foreground (it never forks; logs go to the\n"
                "                          terminal, or to the journal under systemd)\n"
-               "     --state-dir DIR      Where ownership is kept for restore after a crash (default /run/steerd)\n\n"
+               "     --runtime-dir DIR    Where ownership is kept for restore after a crash (default /run/steerd)\n"
+               "     --state-dir DIR      Where steerctl's changes persist (default /var/lib/steerd)\n\n"
                "Without --once, --record or --replay, steerd runs as the daemon.\n");
 }
 
@@ -51,6 +52,7 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 ARG_REPLAY,
                 ARG_FOREGROUND,
                 ARG_STATE_DIR,
+                ARG_RUNTIME_DIR,
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -66,6 +68,7 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 {"replay", required_argument, NULL, ARG_REPLAY},
                 {"foreground", no_argument, NULL, ARG_FOREGROUND},
                 {"state-dir", required_argument, NULL, ARG_STATE_DIR},
+                {"runtime-dir", required_argument, NULL, ARG_RUNTIME_DIR},
                 {},
         };
         int c;
@@ -112,6 +115,9 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                         break;
                 case ARG_STATE_DIR:
                         args->state_dir = optarg;
+                        break;
+                case ARG_RUNTIME_DIR:
+                        args->runtime_dir = optarg;
                         break;
                 case '?':
                         return -EINVAL;

@@ -38,7 +38,7 @@ StickyTicks=1
 /${G##*/}=latency
 EOC
 
-"$STEERD" --config "$TMP/steerd.conf" --state-dir "$TMP/state" --foreground >"$TMP/steerd.log" 2>&1 &
+"$STEERD" --config "$TMP/steerd.conf" --runtime-dir "$TMP/state" --state-dir "$TMP/lib" --foreground >"$TMP/steerd.log" 2>&1 &
 DAEMON=$!
 sleep 1
 fds_before=$(ls /proc/$DAEMON/fd | wc -l)

@@ -57,7 +57,7 @@ masks_of() { # pid -> "tid:mask" lines
 }
 
 start_daemon() { # config log
-        "$STEERD" --config "$1" --state-dir "$TMP/state" --foreground >"$2" 2>&1 &
+        "$STEERD" --config "$1" --runtime-dir "$TMP/state" --state-dir "$TMP/lib" --foreground >"$2" 2>&1 &
         DAEMON=$!
 }
 

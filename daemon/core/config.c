@@ -34,6 +34,7 @@ static const KeyDef key_table[] = {
         K("Manager", "SmoothingHalfLifeMs", KEY_U64, smoothing_half_life_ms, 0, 600000),
         K("Manager", "CountSteal", KEY_BOOL, count_steal, 0, 0),
         K("Manager", "MaxScanThreads", KEY_UINT, max_scan_threads, 1, 10000000),
+        K("Manager", "PersistRuntime", KEY_BOOL, persist_runtime, 0, 0),
         K("Policy", "MinWindowCores", KEY_UINT, min_window_cores, 1, 65536),
         K("Policy", "WindowHeadroom", KEY_FRACTION, window_headroom, 0, 10),
         K("Policy", "MinLLCCPUs", KEY_UINT, min_llc_cpus, 1, 65536),

@@ -36,24 +36,31 @@ StickyScope sticky_scope_from_string(const char *s) {
 }
 
 void settings_init_defaults(Settings *s) {
-        *s = (Settings) {
-                .mode = MODE_OBSERVE,
-                .sample_period_ms = 100,
-                .smoothing_half_life_ms = 200,
-                .count_steal = true,
-                .max_scan_threads = 20000,
-                .min_window_cores = 1,
-                .window_headroom = 0.25,
-                .min_llc_cpus = 2,
-                .sticky_idle_percent = 5,
-                .sticky_ticks = 3,
-                .sticky_release_percent = 25,
-                .sticky_max_wait_percent = 5,
-                .sticky_scope = STICKY_SCOPE_CORE,
-                .imbalance_percent = 117,
-                .max_moves_per_tick = 4,
-                .min_residency_ms = 1000,
-                .guard_window_ms = 1000,
-                .guard_percent = 10,
-        };
+        /* Field by field after a memset, so that two default Settings compare
+         * equal byte for byte (padding included). */
+        memset(s, 0, sizeof(*s));
+        s->mode = MODE_OBSERVE;
+        s->sample_period_ms = 100;
+        s->smoothing_half_life_ms = 200;
+        s->count_steal = true;
+        s->max_scan_threads = 20000;
+        s->persist_runtime = true;
+        s->min_window_cores = 1;
+        s->window_headroom = 0.25;
+        s->min_llc_cpus = 2;
+        s->sticky_idle_percent = 5;
+        s->sticky_ticks = 3;
+        s->sticky_release_percent = 25;
+        s->sticky_max_wait_percent = 5;
+        s->sticky_scope = STICKY_SCOPE_CORE;
+        s->imbalance_percent = 117;
+        s->max_moves_per_tick = 4;
+        s->min_residency_ms = 1000;
+        s->guard_window_ms = 1000;
+        s->guard_percent = 10;
+        s->window_widen_scan_percent = 75;
+        s->balance_min_wait = 20;
+        s->guard_wait_floor = 10;
+        s->guard_pressure_floor = 1.0;
+        s->guard_backoff_max = 64;
 }

@@ -36,6 +36,7 @@ typedef struct Settings {
         uint64_t smoothing_half_life_ms; /* 200 */
         bool count_steal;               /* busy includes steal time; true */
         unsigned max_scan_threads;      /* bound of the THREADS runnable source; 20000 */
+        bool persist_runtime;           /* runtime mode and opt-ins survive a restart; true */
 
         /* [Policy] */
         unsigned min_window_cores;       /* 1 */
@@ -51,6 +52,22 @@ typedef struct Settings {
         uint64_t min_residency_ms;       /* 1000 */
         uint64_t guard_window_ms;        /* 1000 */
         double guard_percent;            /* 10 */
+
+        /* [Policy], the engine's own thresholds where DESIGN.md gives none
+         * (docs/POLICY.md says why each default). */
+        double window_widen_scan_percent; /* WindowWidenScanPercent=, 75: windows widen back once
+                                           * nr_idle_scan >= 75% of the LLC's weight (mean util
+                                           * below ~43% at imbalance_pct 117); they open at
+                                           * nr_idle_scan < 50% (~60%), the gap is the hysteresis */
+        double balance_min_wait;          /* BalanceMinWait=, 20 (capacity scale, ~2% of an interval):
+                                           * a thread waiting less is not worth moving */
+        double guard_wait_floor;          /* GuardWaitFloor=, 10 per affected thread (~1% of an
+                                           * interval): wait noise the guard ignores */
+        double guard_pressure_floor;      /* GuardPressureFloor=, 1.0: cpu.pressure some avg10 points
+                                           * the guard ignores */
+        unsigned guard_backoff_max;       /* GuardBackoffMax=, 64: a policy backs off GuardWindowMs * 2^n
+                                           * after its n-th revert in a row, at most this many
+                                           * GuardWindowMs */
 } Settings;
 
 void settings_init_defaults(Settings *s);
