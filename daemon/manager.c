@@ -7,6 +7,7 @@
 #include "bus.h"
 #include "log.h"
 #include "manager.h"
+#include "metrics.h"
 #include "snapshot-json.h"
 #include "sampling.h"
 
@@ -178,6 +179,21 @@ static int tick(Manager *m, uint64_t now_us) {
         m->last_snapshot = TAKE_PTR(snap);
         plan_free(m->last_plan);
         m->last_plan = TAKE_PTR(plan);
+
+        const Settings *st = &m->config->settings;
+        if (st->metrics_file[0] && now_us - m->metrics_written_us >= st->metrics_interval_ms * USEC_PER_MSEC) {
+                ManagerCounters mc;
+                manager_counters(m, &mc);
+                MetricsCounters c = {
+                        .ticks = mc.ticks, .applied = mc.applied, .kept = mc.kept, .reverted = mc.reverted,
+                        .restored = mc.restored, .failed = mc.failed, .adopted = mc.adopted,
+                        .opted_in_cgroups = m->optins.n, .mode = mode_to_string(m->mode),
+                };
+                r = metrics_write(st->metrics_file, m->last_snapshot, &c);
+                if (r < 0 && m->metrics_written_us == 0)
+                        log_warning_errno(r, "Cannot write the metrics file %s", st->metrics_file);
+                m->metrics_written_us = now_us;
+        }
 
         if (m->ticks % 50 == 1) {
                 PolicyCounters c;

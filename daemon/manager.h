@@ -54,6 +54,7 @@ typedef struct Manager {
         uint64_t ticks;
         uint64_t actions_failed;
         uint64_t threads_adopted;
+        uint64_t metrics_written_us;
 } Manager;
 
 typedef struct ManagerCounters {

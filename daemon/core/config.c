@@ -18,6 +18,7 @@ typedef enum KeyType {
         KEY_BOOL,
         KEY_MODE,
         KEY_STICKY_SCOPE,
+        KEY_PATH, /* an absolute path or empty, into a char[4096] */
 } KeyType;
 
 typedef struct KeyDef {
@@ -35,6 +36,8 @@ static const KeyDef key_table[] = {
         K("Manager", "CountSteal", KEY_BOOL, count_steal, 0, 0),
         K("Manager", "MaxScanThreads", KEY_UINT, max_scan_threads, 1, 10000000),
         K("Manager", "PersistRuntime", KEY_BOOL, persist_runtime, 0, 0),
+        K("Manager", "MetricsFile", KEY_PATH, metrics_file, 0, 0),
+        K("Manager", "MetricsIntervalMs", KEY_U64, metrics_interval_ms, 100, 3600000),
         K("Policy", "MinWindowCores", KEY_UINT, min_window_cores, 1, 65536),
         K("Policy", "WindowHeadroom", KEY_FRACTION, window_headroom, 0, 10),
         K("Policy", "MinLLCCPUs", KEY_UINT, min_llc_cpus, 1, 65536),
@@ -119,6 +122,12 @@ static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
                 *(StickyScope *) field = s;
                 return 0;
         }
+        case KEY_PATH:
+                if (*value && (value[0] != '/' || strlen(value) >= 4096))
+                        return log_parse_error(ps->file, ps->line, "%s=: '%s' is not an absolute path", k->name,
+                                               value);
+                strcpy(field, value);
+                return 0;
         case KEY_BOOL:
                 if (parse_bool(value, (bool *) field) < 0)
                         return log_parse_error(ps->file, ps->line, "%s=: '%s' is not a boolean", k->name,

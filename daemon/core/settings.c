@@ -45,6 +45,7 @@ void settings_init_defaults(Settings *s) {
         s->count_steal = true;
         s->max_scan_threads = 20000;
         s->persist_runtime = true;
+        s->metrics_interval_ms = 10000;
         s->min_window_cores = 1;
         s->window_headroom = 0.25;
         s->min_llc_cpus = 2;

@@ -37,6 +37,8 @@ typedef struct Settings {
         bool count_steal;               /* busy includes steal time; true */
         unsigned max_scan_threads;      /* bound of the THREADS runnable source; 20000 */
         bool persist_runtime;           /* runtime mode and opt-ins survive a restart; true */
+        char metrics_file[4096];        /* Prometheus textfile; "" = off */
+        uint64_t metrics_interval_ms;   /* how often it is rewritten; 10000 */
 
         /* [Policy] */
         unsigned min_window_cores;       /* 1 */
