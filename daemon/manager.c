@@ -17,7 +17,7 @@ static bool mode_applies(Mode m) {
         return m == MODE_LATENCY || m == MODE_BALANCED;
 }
 
-static void log_plan(const Manager *m, const Plan *plan, bool applied) {
+static void log_plan(const Plan *plan, bool applied) {
         char buf[CPUSET_STRLEN];
         for (size_t i = 0; i < plan->n_actions; i++) {
                 const Action *a = &plan->actions[i];
@@ -163,13 +163,13 @@ static int tick(Manager *m, uint64_t now_us) {
                 return log_error_errno(r, "The policy engine failed; nothing is applied this tick");
 
         if (m->mode == MODE_OBSERVE)
-                log_plan(m, plan, false);
+                log_plan(plan, false);
         else if (mode_applies(m->mode) && plan->n_actions > 0) {
                 _cleanup_(actuator_report_done) ActuatorReport rep = {};
                 r = actuator_apply(m->actuator, snap, plan, &rep);
                 if (r < 0)
                         log_warning_errno(r, "Applying the plan failed");
-                log_plan(m, plan, true);
+                /* The actuator logs each action as it takes effect. */
                 m->actions_failed += rep.failed;
                 forget_let_go(m, &rep);
         }

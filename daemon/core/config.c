@@ -49,8 +49,13 @@ static const KeyDef key_table[] = {
         K("Policy", "ImbalancePercent", KEY_UINT, imbalance_percent, 100, 1000),
         K("Policy", "MaxMovesPerTick", KEY_UINT, max_moves_per_tick, 0, 100000),
         K("Policy", "MinResidencyMs", KEY_U64, min_residency_ms, 0, 86400000),
-        K("Policy", "GuardWindowMs", KEY_U64, guard_window_ms, 1, 86400000),
+        K("Policy", "GuardWindowMs", KEY_U64, guard_window_ms, 0, 86400000),
         K("Policy", "GuardPercent", KEY_PERCENT, guard_percent, 0, 1000),
+        K("Policy", "WindowWidenScanPercent", KEY_PERCENT, window_widen_scan_percent, 50, 100),
+        K("Policy", "BalanceMinWait", KEY_DOUBLE, balance_min_wait, 0, 1024),
+        K("Policy", "GuardWaitFloor", KEY_DOUBLE, guard_wait_floor, 0, 1024),
+        K("Policy", "GuardPressureFloor", KEY_DOUBLE, guard_pressure_floor, 0, 100),
+        K("Policy", "GuardBackoffMax", KEY_UINT, guard_backoff_max, 1, 1 << 20),
 };
 #undef K
 

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+#include <inttypes.h>
+
+#include "policy-internal.h"
+
+/* The guard (DESIGN.md 1.4): every set_* opened an experiment with the
+ * affected threads' summed wait and the cgroup's CPU pressure at decision
+ * time. Each later tick of GuardWindowMs adds its figures; at the end the mean
+ * is compared with the before-figures. Worse by more than GuardPercent plus a
+ * noise floor: revert with a restore of policy "guard" and back the policy off
+ * for that cgroup, GuardWindowMs * 2^n after the n-th revert in a row, capped
+ * at GuardBackoffMax * GuardWindowMs. Otherwise kept, and the backoff resets. */
+
+static double cgroup_wait(const CgroupSample *cg) {
+        double w = 0;
+
+        for (size_t i = 0; i < cg->n_threads; i++)
+                w += cg->threads[i].wait;
+        return w;
+}
+
+/* The backoff after one more revert in a row. */
+static uint64_t backoff_us(const Settings *st, const Backoff *b) {
+        unsigned level = MIN(b->level + 1, 63u);
+        uint64_t factor = MIN((uint64_t) 1 << level, (uint64_t) MAX(st->guard_backoff_max, 1u));
+
+        return st->guard_window_ms * USEC_PER_MSEC * factor;
+}
+
+/* The verdict's words, or NULL when the change is kept. */
+static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPolicy p, char **ret) {
+        const Settings *st = ctx->settings;
+        double k = 1.0 + st->guard_percent / 100.0;
+        double wait = e->sum_wait / e->n_samples, pressure = e->sum_pressure / e->n_samples;
+        double wait_limit = e->before_wait * k + st->guard_wait_floor * e->n_threads;
+        double pressure_limit = e->before_pressure * k + st->guard_pressure_floor;
+
+        *ret = NULL;
+        if (wait > wait_limit) {
+                if (asprintf(ret,
+                             "guard: %s made wait worse: %.0f > before %.0f x %.0f%% + floor %.0f, over "
+                             "%" PRIu64 " ms",
+                             action_policy_to_string(p), wait, e->before_wait, k * 100,
+                             st->guard_wait_floor * e->n_threads, st->guard_window_ms) < 0)
+                        return -ENOMEM;
+        } else if (cgroup_wide && pressure > pressure_limit) {
+                /* Pressure is the cgroup's: it judges only cgroup-wide changes,
+                 * a single thread's pin cannot be told apart in it. */
+                if (asprintf(ret,
+                             "guard: %s made cpu pressure worse: some avg10 %.2f > before %.2f x %.0f%% + "
+                             "floor %.2f, "
+                             "over %" PRIu64 " ms",
+                             action_policy_to_string(p), pressure, e->before_pressure, k * 100,
+                             st->guard_pressure_floor, st->guard_window_ms) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, ActionPolicy p) {
+        _cleanup_(freep) char *why = NULL, *reason = NULL;
+        Experiment *e = &l->exp;
+        uint64_t off_us;
+        int r;
+
+        if (!e->active || !l->mask)
+                return 0;
+        if (ctx->now_us > e->start_us) {
+                e->sum_wait += t ? t->sample->wait : cgroup_wait(c->sample);
+                e->sum_pressure += c->sample->pressure_some_avg10;
+                e->n_samples++;
+        }
+        if (ctx->now_us < e->end_us || e->n_samples == 0)
+                return 0;
+
+        r = judge(ctx, e, !t, p, &why);
+        if (r < 0)
+                return r;
+        if (!why) {
+                *e = (Experiment){};
+                c->backoff[p].level = 0;
+                ctx->state->counters.kept++;
+                return 0;
+        }
+
+        /* The revert is due even if the subject was acted on this tick: then
+         * it waits for the next tick, the experiment stays due. */
+        if (t ? t->acted : c->acted)
+                return 0;
+
+        off_us = backoff_us(ctx->settings, &c->backoff[p]);
+        if (asprintf(&reason, "%s; %s backs off %" PRIu64 " ms", why, action_policy_to_string(p),
+                     (uint64_t) (off_us / USEC_PER_MSEC)) < 0)
+                return -ENOMEM;
+
+        /* Reverting the balance layer restores the mask from before steerd;
+         * reverting a window or a pin restores the layer below it. */
+        bool keep_home = p != ACTION_POLICY_BALANCE;
+        if (t)
+                r = policy_thread_restore(ctx, c, t, keep_home, ACTION_POLICY_GUARD, reason);
+        else
+                r = policy_cgroup_restore(ctx, c, keep_home, ACTION_POLICY_GUARD, reason);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                c->backoff[p].level = MIN(c->backoff[p].level + 1, 63u);
+                c->backoff[p].until_us = ctx->now_us + off_us;
+                ctx->state->counters.reverted++;
+        }
+        return 0;
+}
+
+int policy_guard(PolicyCtx *ctx) {
+        int r;
+
+        for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
+                CgroupState *c = ctx->by_sample[i];
+                if (!c)
+                        continue;
+
+                r = verdict(ctx, c, NULL, &c->home, ACTION_POLICY_BALANCE);
+                if (r >= 0)
+                        r = verdict(ctx, c, NULL, &c->window, ACTION_POLICY_WINDOW);
+                if (r < 0)
+                        return r;
+
+                for (size_t k = 0; k < c->sample->n_threads; k++) {
+                        ThreadState *t = c->by_sample[k];
+                        if (!t)
+                                continue;
+                        r = verdict(ctx, c, t, &t->home, ACTION_POLICY_BALANCE);
+                        if (r >= 0)
+                                r = verdict(ctx, c, t, &t->pin, ACTION_POLICY_STICKY);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Shared by the engine's files; not part of the API. */
+
+#include "log.h"
+#include "plan.h"
+#include "policy.h"
+
+/* The policies that change masks, own layers and can be backed off; they are
+ * the first values of ActionPolicy. */
+#define N_LAYER_POLICIES 3
+
+/* One action judged by the guard (DESIGN.md 1.4). */
+typedef struct Experiment {
+        bool active;
+        uint64_t start_us, end_us;
+        double before_wait;     /* Σ wait of the affected threads at decision time */
+        double before_pressure; /* the cgroup's pressure_some_avg10 at decision time */
+        unsigned n_threads;     /* affected threads at decision time, for the noise floor */
+        double sum_wait, sum_pressure;
+        unsigned n_samples;
+} Experiment;
+
+/* The LLC a balance move took a thread or cgroup out of. A move back to it
+ * waits MinResidencyMs * 2^bounces (capped at GuardBackoffMax times), where
+ * bounces counts the moves in a row that went back where they came from: load
+ * that oscillates between two LLCs gets followed less and less often. */
+typedef struct Departure {
+        int llc; /* -1 if none */
+        uint64_t at_us;
+        unsigned bounces;
+} Departure;
+
+/* A change steerd holds: the mask it set, and the experiment judging it. */
+typedef struct Layer {
+        CpuSet mask; /* NULL: not held */
+        Experiment exp;
+} Layer;
+
+typedef struct ThreadState {
+        pid_t tid;
+        uint64_t starttime;
+        CpuSet orig;       /* affinity before steerd's first change; kept while a layer is held */
+        CpuSet own;        /* the thread's own affinity, as last seen unnarrowed by a cgroup layer */
+        Layer home;        /* balance: moved to another LLC */
+        Layer pin;         /* sticky: narrowed to its previous core */
+        bool moved;        /* moved_us is valid */
+        uint64_t moved_us; /* the last set_* that could move it (residency) */
+        Departure left;    /* its last balance move */
+        unsigned streak;   /* sticky: consecutive quiet ticks on streak_unit */
+        int streak_unit;   /* core index (or CPU with StickyScope=cpu) of the streak */
+        int pin_unit;      /* the unit whose util releases the pin */
+        bool pin_unit_cpu; /* pin_unit is a CPU, not a core */
+
+        /* Valid during one policy_decide() only. */
+        const ThreadSample *sample;
+        bool acted;
+} ThreadState;
+
+typedef struct Backoff {
+        unsigned level;    /* reverts in a row */
+        uint64_t until_us; /* no new set_* of this policy for this cgroup before */
+} Backoff;
+
+typedef struct CgroupState {
+        char *path;
+        CpuSet orig;  /* the cgroup's CPUs before steerd's first change; kept while a layer is held */
+        Layer home;   /* balance: the whole cgroup moved to another LLC */
+        Layer window; /* the scan window, on top of home */
+        int window_llc;
+        Departure left; /* its last whole-cgroup balance move */
+        Backoff backoff[N_LAYER_POLICIES];
+        ThreadState *threads; /* sorted by (tid, starttime) */
+        size_t n_threads;
+
+        /* Valid during one policy_decide() only. */
+        const CgroupSample *sample;
+        size_t index;            /* in the snapshot */
+        ThreadState **by_sample; /* per sample thread, NULL for a duplicate identity */
+        bool acted;
+} CgroupState;
+
+struct PolicyState {
+        CgroupState *cgroups; /* sorted by path */
+        size_t n_cgroups;
+        PolicyCounters counters;
+};
+
+/* One tick's working set. */
+typedef struct PolicyCtx {
+        const Snapshot *snap;
+        const Settings *settings;
+        PolicyState *state;
+        uint64_t now_us;
+        Plan *plan;
+        CpuSet online;
+        CgroupState **by_sample; /* per snapshot cgroup, NULL for a duplicate path */
+
+        /* Per core index of the snapshot: its online CPUs, their summed util,
+         * and its LLC (-1 when it has no online CPU). */
+        CpuSet *llc_cpus; /* per LLC: its online CPUs, by the CPUs' own llc index */
+        size_t n_cores;
+        CpuSet *core_cpus;
+        double *core_util;
+        int *core_llc;
+} PolicyCtx;
+
+/* The LLC's index in the snapshot (what CpuSample.llc refers to). */
+static inline int policy_llc_index(const PolicyCtx *ctx, const LlcSample *l) {
+        return (int) (l - ctx->snap->llcs);
+}
+
+/* Σ util of the online CPUs of a mask. */
+double policy_mask_util(const PolicyCtx *ctx, hwloc_const_bitmap_t mask);
+/* Every thread of the cgroup may move (MinResidencyMs). */
+bool policy_cgroup_threads_resident(const PolicyCtx *ctx, const CgroupState *c);
+
+/* policy-state.c */
+void policy_layer_done(Layer *l);
+void policy_state_clear(PolicyState *s);
+int policy_dup_mask(hwloc_const_bitmap_t m, CpuSet *ret);
+bool policy_thread_holds(const ThreadState *t);
+/* Carries the state over to the snapshot's cgroups and threads, by path and
+ * by (tid, starttime), and fills the tick's lookups. */
+int policy_state_sync(PolicyCtx *ctx);
+
+/* Which policies a cgroup gets under the mode: a cgroup's policy narrows the
+ * mode (DESIGN.md 4), observe decides as latency. */
+bool policy_enabled(const Settings *settings, CgroupPolicy cgroup_policy, ActionPolicy policy);
+
+uint64_t policy_residency_us(const Settings *settings);
+
+/* Masks. "base" is what the subject had before steerd (recorded, or as
+ * sampled while steerd holds nothing); "effective" is what it has now as far
+ * as the engine knows (top layer, else base). Borrowed pointers. */
+hwloc_const_bitmap_t policy_cgroup_base(const CgroupState *c);
+hwloc_const_bitmap_t policy_cgroup_below_window(const CgroupState *c);
+hwloc_const_bitmap_t policy_cgroup_effective(const CgroupState *c);
+hwloc_const_bitmap_t policy_thread_base(const ThreadState *t);
+hwloc_const_bitmap_t policy_thread_below_pin(const ThreadState *t);
+hwloc_const_bitmap_t policy_thread_effective(const ThreadState *t);
+bool policy_cgroup_holds_thread_homes(const CgroupState *c);
+bool policy_cgroup_holds(const CgroupState *c);
+
+/* The thread's own affinity. The kernel narrows a thread's affinity to its
+ * cpuset, so while steerd holds the cgroup's CPUs the sampled mask may be our
+ * own window or move seen through the thread: when it lies within the CPUs
+ * steerd set for the cgroup, the mask seen before is kept. Shared by the
+ * engine (at the start of a tick) and the checker (from the state before). */
+hwloc_const_bitmap_t policy_thread_own_mask(const CgroupState *cs, const ThreadState *t,
+                                            const ThreadSample *ts);
+
+bool policy_backed_off(const CgroupState *c, ActionPolicy p, uint64_t now_us);
+bool policy_thread_resident(const PolicyCtx *ctx, const ThreadState *t);
+
+/* Emits an action after checking it against the invariants; 1 if emitted, 0
+ * if dropped (logged), negative errno on failure. Counts applied/restored and
+ * marks the subject as acted on; the caller updates the layers. */
+int policy_emit(PolicyCtx *ctx, ActionKind kind, ActionPolicy policy, CgroupState *c, ThreadState *t,
+                hwloc_const_bitmap_t cpus, const char *fmt, ...) _printf_(7, 8);
+
+/* Set a layer (emits set_*; records orig on the first change, opens or extends
+ * the layer's experiment, marks residency when the change can move threads). */
+int policy_cgroup_set_layer(PolicyCtx *ctx, CgroupState *c, ActionPolicy policy, hwloc_const_bitmap_t cpus,
+                            const char *reason);
+int policy_thread_set_layer(PolicyCtx *ctx, CgroupState *c, ThreadState *t, ActionPolicy policy,
+                            hwloc_const_bitmap_t cpus, const char *reason);
+
+/* Drop layers (emits restore). keep_home: drop only the window (cgroup) or the
+ * pin (thread) and restore the balance layer's mask; else restore the mask
+ * from before steerd's first change. */
+int policy_cgroup_restore(PolicyCtx *ctx, CgroupState *c, bool keep_home, ActionPolicy policy,
+                          const char *reason);
+int policy_thread_restore(PolicyCtx *ctx, CgroupState *c, ThreadState *t, bool keep_home,
+                          ActionPolicy policy, const char *reason);
+
+/* The restore mask: target ∩ cgroup allowed ∩ online, or when that is empty
+ * (hotplug took every CPU of it) the cgroup's allowed ∩ online, the kernel's
+ * own fallback. */
+int policy_restore_mask(const Snapshot *snap, hwloc_const_bitmap_t online, const CgroupSample *cg,
+                        hwloc_const_bitmap_t target, CpuSet *ret);
+
+void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c, const ThreadState *t);
+
+/* The per-action invariant check shared by the engine and policy_check_plan():
+ * prefix is the plan before the action. 0 ok, 1 violation (reason set),
+ * negative errno on failure. */
+int policy_check_action(const Snapshot *snap, const Settings *settings, const PolicyState *state,
+                        const Plan *prefix, const Action *a, uint64_t now_us, char **ret_reason);
+
+const CgroupState *policy_state_find_cgroup(const PolicyState *s, const char *path);
+const ThreadState *policy_cgroup_state_find_thread(const CgroupState *c, pid_t tid, uint64_t starttime);
+
+/* Whether a move to target now would go back too soon; and recording a move. */
+bool policy_departure_blocks(const Departure *d, const Settings *settings, uint64_t now_us, int target);
+void policy_departure_record(Departure *d, const Settings *settings, uint64_t now_us, int from, int to);
+
+/* LLC of a mask when all of it lies in one LLC, else -1. */
+int policy_mask_llc(const Snapshot *snap, hwloc_const_bitmap_t mask);
+
+/* The policies, in the order policy_decide() runs them. */
+int policy_guard(PolicyCtx *ctx);
+int policy_sticky_release(PolicyCtx *ctx);
+int policy_balance(PolicyCtx *ctx);
+int policy_window(PolicyCtx *ctx);
+int policy_sticky_pin(PolicyCtx *ctx);

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT */
+/* What every policy shares: which masks a subject has, whether it may move,
+ * and setting and dropping layers through the invariant check. */
+
+#include <assert.h>
+#include <stdarg.h>
+
+#include "policy-internal.h"
+
+bool policy_enabled(const Settings *settings, CgroupPolicy cgroup_policy, ActionPolicy policy) {
+        switch (settings->mode) {
+        case MODE_OBSERVE:
+        case MODE_LATENCY:
+                if (policy == ACTION_POLICY_BALANCE)
+                        return true;
+                return cgroup_policy == CGROUP_POLICY_LATENCY &&
+                       (policy == ACTION_POLICY_WINDOW || policy == ACTION_POLICY_STICKY);
+        case MODE_BALANCED:
+                return policy == ACTION_POLICY_BALANCE;
+        default:
+                return false;
+        }
+}
+
+uint64_t policy_residency_us(const Settings *settings) {
+        return settings->min_residency_ms * USEC_PER_MSEC;
+}
+
+hwloc_const_bitmap_t policy_cgroup_base(const CgroupState *c) {
+        return c->orig ?: c->sample->cpus;
+}
+
+hwloc_const_bitmap_t policy_cgroup_below_window(const CgroupState *c) {
+        return c->home.mask ?: policy_cgroup_base(c);
+}
+
+hwloc_const_bitmap_t policy_cgroup_effective(const CgroupState *c) {
+        return c->window.mask ?: policy_cgroup_below_window(c);
+}
+
+hwloc_const_bitmap_t policy_thread_base(const ThreadState *t) {
+        return t->orig ?: t->own ?: t->sample->allowed;
+}
+
+hwloc_const_bitmap_t policy_thread_below_pin(const ThreadState *t) {
+        return t->home.mask ?: policy_thread_base(t);
+}
+
+hwloc_const_bitmap_t policy_thread_effective(const ThreadState *t) {
+        return t->pin.mask ?: policy_thread_below_pin(t);
+}
+
+bool policy_cgroup_holds_thread_homes(const CgroupState *c) {
+        for (size_t i = 0; i < c->n_threads; i++)
+                if (c->threads[i].home.mask)
+                        return true;
+        return false;
+}
+
+static uint64_t departure_window_us(const Departure *d, const Settings *settings) {
+        uint64_t factor =
+                MIN((uint64_t) 1 << MIN(d->bounces, 63u), (uint64_t) MAX(settings->guard_backoff_max, 1u));
+        return policy_residency_us(settings) * factor;
+}
+
+bool policy_departure_blocks(const Departure *d, const Settings *settings, uint64_t now_us, int target) {
+        return d->llc >= 0 && d->llc == target && now_us - d->at_us < departure_window_us(d, settings);
+}
+
+void policy_departure_record(Departure *d, const Settings *settings, uint64_t now_us, int from, int to) {
+        /* A return counts as a bounce unless it comes after twice the longest
+         * window: then the load has settled, and the count starts over. */
+        uint64_t settled = 2 * policy_residency_us(settings) * MAX(settings->guard_backoff_max, 1u);
+
+        if (d->llc >= 0 && d->llc == to && now_us - d->at_us < settled)
+                d->bounces = MIN(d->bounces + 1, 63u);
+        else
+                d->bounces = 0;
+        d->llc = from;
+        d->at_us = now_us;
+}
+
+bool policy_backed_off(const CgroupState *c, ActionPolicy p, uint64_t now_us) {
+        return c && p >= 0 && p < N_LAYER_POLICIES && now_us < c->backoff[p].until_us;
+}
+
+bool policy_thread_resident(const PolicyCtx *ctx, const ThreadState *t) {
+        /* Never twice in one tick, even with MinResidencyMs=0. */
+        return !t->moved || (t->moved_us != ctx->now_us &&
+                             ctx->now_us - t->moved_us >= policy_residency_us(ctx->settings));
+}
+
+bool policy_cgroup_threads_resident(const PolicyCtx *ctx, const CgroupState *c) {
+        for (size_t i = 0; i < c->sample->n_threads; i++)
+                if (c->by_sample[i] && !policy_thread_resident(ctx, c->by_sample[i]))
+                        return false;
+        return true;
+}
+
+double policy_mask_util(const PolicyCtx *ctx, hwloc_const_bitmap_t mask) {
+        double sum = 0;
+        int cpu;
+
+        hwloc_bitmap_foreach_begin(cpu, mask) {
+                const CpuSample *s = snapshot_cpu(ctx->snap, (unsigned) cpu);
+                if (s && s->online)
+                        sum += s->util;
+        }
+        hwloc_bitmap_foreach_end();
+        return sum;
+}
+
+int policy_mask_llc(const Snapshot *snap, hwloc_const_bitmap_t mask) {
+        int llc = -1, cpu;
+
+        if (!mask || hwloc_bitmap_iszero(mask))
+                return -1;
+        hwloc_bitmap_foreach_begin(cpu, mask) {
+                const CpuSample *s = snapshot_cpu(snap, (unsigned) cpu);
+                if (!s || s->llc < 0 || (llc >= 0 && s->llc != llc))
+                        return -1;
+                llc = s->llc;
+        }
+        hwloc_bitmap_foreach_end();
+        return llc;
+}
+
+int policy_restore_mask(const Snapshot *snap, hwloc_const_bitmap_t online, const CgroupSample *cg,
+                        hwloc_const_bitmap_t target, CpuSet *ret) {
+        _cleanup_cpuset_ CpuSet m = hwloc_bitmap_alloc();
+
+        if (!m)
+                return -ENOMEM;
+        hwloc_bitmap_and(m, target, cg->allowed);
+        hwloc_bitmap_and(m, m, online);
+        if (hwloc_bitmap_iszero(m)) {
+                hwloc_bitmap_and(m, cg->allowed, online);
+                if (hwloc_bitmap_iszero(m))
+                        return -ENOENT;
+        }
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+int policy_emit(PolicyCtx *ctx, ActionKind kind, ActionPolicy policy, CgroupState *c, ThreadState *t,
+                hwloc_const_bitmap_t cpus, const char *fmt, ...) {
+        _cleanup_(freep) char *reason = NULL, *why = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&reason, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                reason = NULL;
+                return -ENOMEM;
+        }
+
+        Action a = {
+                .kind = kind,
+                .policy = policy,
+                .cgroup = c->path,
+                .tid = t ? t->tid : 0,
+                .starttime = t ? t->starttime : 0,
+                .cpus = (CpuSet) cpus,
+                .reason = reason,
+        };
+        r = policy_check_action(ctx->snap, ctx->settings, ctx->state, ctx->plan, &a, ctx->now_us, &why);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                log_warning("policy: dropping %s %s for %s%s%.0d: %s (it was: %s)",
+                            action_policy_to_string(policy), action_kind_to_string(kind), c->path,
+                            t ? "/" : "", t ? (int) t->tid : 0, why, reason);
+                return 0;
+        }
+
+        r = plan_add(ctx->plan, kind, policy, a.cgroup, a.tid, a.starttime, cpus, reason);
+        if (r < 0)
+                return r;
+
+        if (kind != ACTION_RESTORE)
+                ctx->state->counters.applied++;
+        else if (policy != ACTION_POLICY_GUARD)
+                ctx->state->counters.restored++;
+        if (t)
+                t->acted = true;
+        else
+                c->acted = true;
+        return 1;
+}
+
+void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c, const ThreadState *t) {
+        uint64_t window_us = ctx->settings->guard_window_ms * USEC_PER_MSEC;
+
+        /* A change on top of a change still being judged (a window that grows)
+         * extends the experiment and keeps the figures from before the first
+         * one: the guard judges the policy's whole effect. */
+        if (e->active) {
+                e->end_us = ctx->now_us + window_us;
+                return;
+        }
+        /* GuardWindowMs=0 turns the guard off. */
+        if (window_us == 0) {
+                *e = (Experiment){};
+                return;
+        }
+
+        double wait = 0;
+        if (t)
+                wait = t->sample->wait;
+        else
+                for (size_t i = 0; i < c->sample->n_threads; i++)
+                        wait += c->sample->threads[i].wait;
+
+        *e = (Experiment){
+                .active = true,
+                .start_us = ctx->now_us,
+                .end_us = ctx->now_us + window_us,
+                .before_wait = wait,
+                .before_pressure = c->sample->pressure_some_avg10,
+                .n_threads = t ? 1 : (unsigned) MAX(c->sample->n_threads, (size_t) 1),
+        };
+}
+
+static void mark_threads_moved(PolicyCtx *ctx, CgroupState *c) {
+        for (size_t i = 0; i < c->sample->n_threads; i++) {
+                ThreadState *t = c->by_sample[i];
+                if (!t)
+                        continue;
+                t->moved = true;
+                t->moved_us = ctx->now_us;
+        }
+}
+
+static bool superset_of_online(const PolicyCtx *ctx, hwloc_const_bitmap_t old, hwloc_const_bitmap_t new) {
+        _cleanup_cpuset_ CpuSet o = hwloc_bitmap_alloc();
+
+        if (!o)
+                return false; /* the conservative answer: treat it as a move */
+        hwloc_bitmap_and(o, old, ctx->online);
+        return hwloc_bitmap_isincluded(o, new);
+}
+
+int policy_cgroup_set_layer(PolicyCtx *ctx, CgroupState *c, ActionPolicy policy, hwloc_const_bitmap_t cpus,
+                            const char *reason) {
+        _cleanup_cpuset_ CpuSet mask = NULL, orig = NULL;
+        bool superset;
+        int r;
+
+        assert(policy == ACTION_POLICY_WINDOW || policy == ACTION_POLICY_BALANCE);
+
+        /* Allocate first, so that an emitted action is always recorded. */
+        r = policy_dup_mask(cpus, &mask);
+        if (r < 0)
+                return r;
+        if (!c->orig) {
+                r = policy_dup_mask(c->sample->cpus, &orig);
+                if (r < 0)
+                        return r;
+        }
+        superset = superset_of_online(ctx, policy_cgroup_effective(c), cpus);
+
+        r = policy_emit(ctx, ACTION_SET_CGROUP_CPUS, policy, c, NULL, cpus, "%s", reason);
+        if (r <= 0)
+                return r;
+
+        if (!c->orig)
+                c->orig = TAKE_PTR(orig);
+        Layer *l = policy == ACTION_POLICY_WINDOW ? &c->window : &c->home;
+        if (policy == ACTION_POLICY_BALANCE) {
+                /* A whole-cgroup move replaces the window: it belonged to the LLC left. */
+                policy_layer_done(&c->window);
+                c->window_llc = -1;
+        }
+        hwloc_bitmap_free(l->mask);
+        l->mask = TAKE_PTR(mask);
+        policy_experiment_open(ctx, &l->exp, c, NULL);
+        if (!superset)
+                mark_threads_moved(ctx, c);
+        return 1;
+}
+
+int policy_thread_set_layer(PolicyCtx *ctx, CgroupState *c, ThreadState *t, ActionPolicy policy,
+                            hwloc_const_bitmap_t cpus, const char *reason) {
+        _cleanup_cpuset_ CpuSet mask = NULL, orig = NULL;
+        int r;
+
+        assert(policy == ACTION_POLICY_STICKY || policy == ACTION_POLICY_BALANCE);
+
+        r = policy_dup_mask(cpus, &mask);
+        if (r < 0)
+                return r;
+        if (!t->orig) {
+                r = policy_dup_mask(policy_thread_base(t), &orig);
+                if (r < 0)
+                        return r;
+        }
+
+        r = policy_emit(ctx, ACTION_SET_THREAD_CPUS, policy, c, t, cpus, "%s", reason);
+        if (r <= 0)
+                return r;
+
+        if (!t->orig)
+                t->orig = TAKE_PTR(orig);
+        Layer *l = policy == ACTION_POLICY_STICKY ? &t->pin : &t->home;
+        if (policy == ACTION_POLICY_BALANCE)
+                policy_layer_done(&t->pin); /* the pin was to a core of the LLC left */
+        hwloc_bitmap_free(l->mask);
+        l->mask = TAKE_PTR(mask);
+        policy_experiment_open(ctx, &l->exp, c, t);
+        t->moved = true;
+        t->moved_us = ctx->now_us;
+        return 1;
+}
+
+int policy_cgroup_restore(PolicyCtx *ctx, CgroupState *c, bool keep_home, ActionPolicy policy,
+                          const char *reason) {
+        _cleanup_cpuset_ CpuSet mask = NULL;
+        int r;
+
+        keep_home = keep_home && c->home.mask;
+        r = policy_restore_mask(ctx->snap, ctx->online, c->sample,
+                                keep_home ? c->home.mask : policy_cgroup_base(c), &mask);
+        if (r == -ENOENT) {
+                /* Nothing of the cgroup is online: no mask to restore, and the
+                 * kernel has already moved its threads. Forget. */
+                log_debug("policy: %s has no online CPU left, forgetting its layers", c->path);
+                r = 0;
+        } else if (r < 0)
+                return r;
+        else {
+                r = policy_emit(ctx, ACTION_RESTORE, policy, c, NULL, mask, "%s", reason);
+                if (r <= 0)
+                        return r;
+        }
+
+        policy_layer_done(&c->window);
+        c->window_llc = -1;
+        if (!keep_home)
+                policy_layer_done(&c->home);
+        if (!policy_cgroup_holds(c)) {
+                hwloc_bitmap_free(c->orig);
+                c->orig = NULL;
+        }
+        return r;
+}
+
+int policy_thread_restore(PolicyCtx *ctx, CgroupState *c, ThreadState *t, bool keep_home,
+                          ActionPolicy policy, const char *reason) {
+        _cleanup_cpuset_ CpuSet mask = NULL;
+        int r;
+
+        keep_home = keep_home && t->home.mask;
+        r = policy_restore_mask(ctx->snap, ctx->online, c->sample,
+                                keep_home ? t->home.mask : policy_thread_base(t), &mask);
+        if (r == -ENOENT) {
+                log_debug("policy: %s/%d has no online CPU left, forgetting its layers", c->path,
+                          (int) t->tid);
+                r = 0;
+        } else if (r < 0)
+                return r;
+        else {
+                r = policy_emit(ctx, ACTION_RESTORE, policy, c, t, mask, "%s", reason);
+                if (r <= 0)
+                        return r;
+        }
+
+        policy_layer_done(&t->pin);
+        if (!keep_home)
+                policy_layer_done(&t->home);
+        if (!policy_thread_holds(t)) {
+                hwloc_bitmap_free(t->orig);
+                t->orig = NULL;
+        }
+        return r;
+}

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+#include "policy-internal.h"
+
+/* Prev-CPU stickiness (DESIGN.md 1.2). The kernel keeps a waking task on its
+ * previous CPU when that CPU, without the task, is almost idle. steerd does it
+ * with affinity: a thread whose previous core (or CPU, StickyScope=cpu) stays
+ * at or below StickyIdlePercent of its capacity without the thread's own util
+ * for StickyTicks ticks in a row is narrowed to that core. Pinning must never
+ * make a thread wait, so the release is immediate and never rate-limited. */
+
+/* The CPUs the thread would be pinned to and the streak's unit (core index,
+ * or the CPU with StickyScope=cpu); NULL when its last CPU is unusable. */
+static hwloc_const_bitmap_t unit_of(const PolicyCtx *ctx, const ThreadSample *ts, CpuSet scratch,
+                                    int *ret_unit) {
+        const CpuSample *cpu;
+
+        if (ts->cpu < 0)
+                return NULL;
+        cpu = snapshot_cpu(ctx->snap, (unsigned) ts->cpu);
+        if (!cpu || !cpu->online || cpu->core < 0 || (size_t) cpu->core >= ctx->n_cores)
+                return NULL;
+
+        if (ctx->settings->sticky_scope == STICKY_SCOPE_CPU) {
+                hwloc_bitmap_only(scratch, cpu->cpu);
+                *ret_unit = (int) cpu->cpu;
+                return scratch;
+        }
+        *ret_unit = cpu->core;
+        return ctx->core_cpus[cpu->core];
+}
+
+/* The unit's util without the thread's own share, and its capacity. */
+static void unit_load(const PolicyCtx *ctx, hwloc_const_bitmap_t unit, const ThreadSample *ts,
+                      double *ret_others, double *ret_capacity) {
+        double others = policy_mask_util(ctx, unit);
+
+        if (ts->cpu >= 0 && hwloc_bitmap_isset(unit, (unsigned) ts->cpu))
+                others -= ts->util;
+        *ret_others = MAX(others, 0.0);
+        *ret_capacity = (double) hwloc_bitmap_weight(unit) * SCHED_CAPACITY_SCALE;
+}
+
+int policy_sticky_release(PolicyCtx *ctx) {
+        const Settings *st = ctx->settings;
+        double wait_limit = st->sticky_max_wait_percent * SCHED_CAPACITY_SCALE / 100.0;
+        _cleanup_cpuset_ CpuSet scratch = hwloc_bitmap_alloc();
+        int r;
+
+        if (!scratch)
+                return -ENOMEM;
+        for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
+                CgroupState *c = ctx->by_sample[i];
+                if (!c)
+                        continue;
+
+                for (size_t k = 0; k < c->sample->n_threads; k++) {
+                        ThreadState *t = c->by_sample[k];
+                        char buf[CPUSET_STRLEN], reason[512];
+                        double others, capacity;
+
+                        if (!t || t->acted || !t->pin.mask)
+                                continue;
+
+                        /* The unit the pin was decided on (the whole core, even
+                         * when the thread's own mask narrowed the pin further). */
+                        hwloc_const_bitmap_t unit = t->pin.mask;
+                        if (t->pin_unit_cpu) {
+                                hwloc_bitmap_only(scratch, (unsigned) t->pin_unit);
+                                unit = scratch;
+                        } else if (t->pin_unit >= 0 && (size_t) t->pin_unit < ctx->n_cores &&
+                                   !hwloc_bitmap_iszero(ctx->core_cpus[t->pin_unit]))
+                                unit = ctx->core_cpus[t->pin_unit];
+
+                        unit_load(ctx, unit, t->sample, &others, &capacity);
+                        if (others * 100 > st->sticky_release_percent * capacity)
+                                snprintf(reason, sizeof(reason),
+                                         "%s %s util without the thread %.0f > %.0f%% of %.0f (%.0f)",
+                                         t->pin_unit_cpu ? "cpu" : "core cpus",
+                                         cpuset_to_string(unit, buf, sizeof(buf)), others,
+                                         st->sticky_release_percent, capacity,
+                                         st->sticky_release_percent * capacity / 100);
+                        else if (t->sample->wait > wait_limit)
+                                snprintf(reason, sizeof(reason), "wait %.0f > %.0f%% of %d (%.0f)",
+                                         t->sample->wait, st->sticky_max_wait_percent, SCHED_CAPACITY_SCALE,
+                                         wait_limit);
+                        else
+                                continue;
+
+                        t->streak = 0;
+                        r = policy_thread_restore(ctx, c, t, true, ACTION_POLICY_STICKY, reason);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static int pin_one(PolicyCtx *ctx, CgroupState *c, ThreadState *t, CpuSet scratch, CpuSet mask) {
+        const Settings *st = ctx->settings;
+        const ThreadSample *ts = t->sample;
+        double wait_limit = st->sticky_max_wait_percent * SCHED_CAPACITY_SCALE / 100.0;
+        double others, capacity;
+        hwloc_const_bitmap_t unit;
+        char reason[512];
+        int u = -1;
+
+        unit = unit_of(ctx, ts, scratch, &u);
+        if (!unit) {
+                t->streak = 0;
+                return 0;
+        }
+        unit_load(ctx, unit, ts, &others, &capacity);
+        if (others * 100 <= st->sticky_idle_percent * capacity && ts->wait <= wait_limit) {
+                t->streak = t->streak_unit == u ? MIN(t->streak + 1, (unsigned) INT32_MAX) : 1;
+                t->streak_unit = u;
+        } else {
+                t->streak = 0;
+                return 0;
+        }
+
+        if (t->pin.mask || t->acted || t->streak < MAX(st->sticky_ticks, 1u) ||
+            policy_backed_off(c, ACTION_POLICY_STICKY, ctx->now_us) || !policy_thread_resident(ctx, t))
+                return 0;
+
+        hwloc_bitmap_and(mask, unit, policy_thread_below_pin(t));
+        hwloc_bitmap_and(mask, mask, policy_cgroup_effective(c));
+        hwloc_bitmap_and(mask, mask, c->sample->allowed);
+        hwloc_bitmap_and(mask, mask, ctx->online);
+        if (hwloc_bitmap_iszero(mask))
+                return 0;
+        /* Already that narrow: nothing to do, nothing to judge. */
+        hwloc_bitmap_and(scratch, policy_thread_effective(t), ctx->online);
+        if (hwloc_bitmap_isincluded(scratch, mask))
+                return 0;
+
+        snprintf(reason, sizeof(reason),
+                 "cpu %d %s util without the thread %.0f <= %.0f%% of %.0f (%.0f) for %u ticks; wait %.0f "
+                 "<= %.0f",
+                 ts->cpu, st->sticky_scope == STICKY_SCOPE_CPU ? "cpu" : "core", others,
+                 st->sticky_idle_percent, capacity, st->sticky_idle_percent * capacity / 100, t->streak,
+                 ts->wait, wait_limit);
+        int r = policy_thread_set_layer(ctx, c, t, ACTION_POLICY_STICKY, mask, reason);
+        if (r > 0) {
+                t->pin_unit = u;
+                t->pin_unit_cpu = st->sticky_scope == STICKY_SCOPE_CPU;
+        }
+        return r;
+}
+
+int policy_sticky_pin(PolicyCtx *ctx) {
+        _cleanup_cpuset_ CpuSet scratch = hwloc_bitmap_alloc(), mask = hwloc_bitmap_alloc();
+        int r;
+
+        if (!scratch || !mask)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
+                CgroupState *c = ctx->by_sample[i];
+                if (!c)
+                        continue;
+                bool enabled = policy_enabled(ctx->settings, c->sample->policy, ACTION_POLICY_STICKY);
+
+                for (size_t k = 0; k < c->sample->n_threads; k++) {
+                        ThreadState *t = c->by_sample[k];
+                        if (!t)
+                                continue;
+                        if (!enabled) {
+                                t->streak = 0;
+                                continue;
+                        }
+                        r = pin_one(ctx, c, t, scratch, mask);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}

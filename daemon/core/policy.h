@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The policy engine (DESIGN.md 1 and 3): a pure function from (snapshot,
+ * settings, previous state, time) to a plan. No I/O, no clock, no globals, no
+ * randomness: a recorded snapshot stream replays to the same plans anywhere.
+ * docs/POLICY.md describes every policy, threshold and decision. */
+
+#include "plan.h"
+#include "settings.h"
+#include "snapshot.h"
+
+/* Opaque: what the engine has changed and is tracking. Per cgroup: the
+ * cgroup's CPUs before steerd's first change, its window and balance layers,
+ * the LLC it left and when, per-policy guard backoff; per thread (keyed by
+ * (tid, starttime)): its mask before steerd's first change, its balance and
+ * sticky layers, when it last moved and which LLC it left, its sticky streak;
+ * per layer the open guard experiment; the counters. */
+typedef struct PolicyState PolicyState;
+
+int policy_state_new(PolicyState **ret);
+PolicyState *policy_state_free(PolicyState *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(PolicyState *, policy_state_free);
+#define _cleanup_policy_state_ _cleanup_(policy_state_freep)
+
+/* A deep copy: for checking a plan against the state it was decided from, and
+ * for what-if replays. */
+int policy_state_dup(const PolicyState *s, PolicyState **ret);
+
+/* The actuator found that someone else changed a mask steerd had set (DESIGN.md
+ * 5.3): the mask is theirs now, forget it without restoring. tid 0 = the
+ * cgroup's own CPUs. -ENOENT if the state holds nothing for it. */
+int policy_state_let_go(PolicyState *s, const char *cgroup, pid_t tid, uint64_t starttime);
+
+typedef struct PolicyCounters {
+        uint64_t applied;  /* set_* actions emitted */
+        uint64_t kept;     /* guard experiments judged not worse */
+        uint64_t reverted; /* guard experiments judged worse, each reverted by a restore with policy "guard"
+                            */
+        uint64_t restored; /* restore actions not caused by the guard */
+} PolicyCounters;
+
+void policy_state_counters(const PolicyState *s, PolicyCounters *ret);
+
+/* Decide one tick. The state is updated deterministically as if the plan were
+ * applied: the daemon applies it; in observe mode it is only logged, and the
+ * engine still decides as in latency mode. now_us is the snapshot's clock
+ * (normally snap->time_us). On failure the plan is not returned and the state
+ * may hold part of the tick's changes. */
+int policy_decide(const Snapshot *snap, const Settings *settings, PolicyState *state, uint64_t now_us,
+                  Plan **ret_plan);
+
+/* The invariants (DESIGN.md 5 and docs/POLICY.md "Invariants"), for the engine
+ * (which drops an offending action rather than emit it, and logs why) and for
+ * tests. state_before is the state the plan was decided from. Returns 0 when
+ * the plan holds every invariant, 1 when it does not (with ret_reason naming
+ * the first offending action, if ret_reason is non-NULL), negative errno on
+ * failure. */
+int policy_check_plan(const Snapshot *snap, const Settings *settings, const PolicyState *state_before,
+                      const Plan *plan, uint64_t now_us, char **ret_reason);

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/* The guard (DESIGN.md 1.4, docs/POLICY.md). */
+
+#include "test-policy-util.h"
+
+/* One overloaded LLC of 4 SMT2 cores (CPUs 0-7); /g's two threads on CPUs 0
+ * and 1 at util 500, each waiting `wait`. The window opens at tick 0 on core 0. */
+static Snapshot *guard_snapshot(unsigned tick, double wait, double pressure) {
+        Snapshot *s = topo_new(1, 4, 2, tick * TICK_US);
+
+        topo_set_llc(s, 0, 1000, 1000);
+        size_t cg = topo_add_cgroup(s, "/g", CGROUP_POLICY_LATENCY, NULL);
+        s->cgroups[cg].pressure_some_avg10 = pressure;
+        topo_add_thread(s, cg, 11, 1, 0, 500, wait);
+        topo_add_thread(s, cg, 12, 1, 1, 500, wait);
+        topo_finish(s);
+        return s;
+}
+
+static Plan *guard_step(PolicyState *state, const Settings *st, unsigned tick, double wait,
+                        double pressure) {
+        _cleanup_(snapshot_freep) Snapshot *s = guard_snapshot(tick, wait, pressure);
+        Plan *plan = decide_checked(s, st, state);
+        dump_plan(plan, tick);
+        return plan;
+}
+
+/* Wait rises after the window: reverted at the end of GuardWindowMs, backed
+ * off 2 s, re-applied only after; worse again: backed off 4 s. */
+static void test_worse_reverts_and_backs_off(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        unsigned applied_at[4], n_applied = 0, reverted_at[4], n_reverted = 0;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned tick = 0; tick < 90; tick++) {
+                /* After each window the threads wait 300 each: Σ 600 against
+                 * before 100 x 110% + 2 x 10 = 130. */
+                bool windowed = n_applied > n_reverted;
+                _cleanup_plan_ Plan *plan = guard_step(state, &st, tick, windowed ? 300 : 50, 0);
+                const Action *set = plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/g", 0);
+                const Action *rev = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/g", 0);
+
+                assert_true(plan->n_actions <= 1);
+                if (set) {
+                        assert_true(n_applied < 4);
+                        applied_at[n_applied++] = tick;
+                }
+                if (rev) {
+                        assert_true(n_reverted < 4);
+                        reverted_at[n_reverted++] = tick;
+                        assert_cpus(rev, "0-7");
+                        assert_non_null(
+                                strstr(rev->reason, "wait worse: 600 > before 100 x 110% + floor 20"));
+                }
+        }
+        assert_int_equal(n_applied, 3);
+        assert_int_equal(n_reverted, 2);
+        assert_int_equal(applied_at[0], 0);
+        assert_int_equal(reverted_at[0], 10); /* GuardWindowMs after */
+        assert_int_equal(applied_at[1], 30);  /* 2 x GuardWindowMs of backoff */
+        assert_int_equal(reverted_at[1], 40);
+        assert_int_equal(applied_at[2], 80); /* then 4 x */
+
+        PolicyCounters c;
+        policy_state_counters(state, &c);
+        assert_int_equal(c.applied, 3);
+        assert_int_equal(c.reverted, 2);
+        assert_int_equal(c.kept, 0);
+        assert_int_equal(c.restored, 0);
+}
+
+/* Wait falls: kept, the window stays. */
+static void test_better_is_kept(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned tick = 0; tick < 30; tick++) {
+                _cleanup_plan_ Plan *plan = guard_step(state, &st, tick, tick == 0 ? 50 : 10, 0);
+                assert_int_equal(plan->n_actions, tick == 0);
+        }
+        PolicyCounters c;
+        policy_state_counters(state, &c);
+        assert_int_equal(c.applied, 1);
+        assert_int_equal(c.kept, 1);
+        assert_int_equal(c.reverted, 0);
+}
+
+/* Within GuardPercent plus the noise floor: kept. */
+static void test_noise_is_kept(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned tick = 0; tick < 12; tick++) {
+                /* Σ 2 x 64 = 128 <= 130 */
+                _cleanup_plan_ Plan *plan = guard_step(state, &st, tick, tick == 0 ? 50 : 64, 1.0);
+                assert_int_equal(plan->n_actions, tick == 0);
+        }
+        PolicyCounters c;
+        policy_state_counters(state, &c);
+        assert_int_equal(c.kept, 1);
+}
+
+/* The cgroup's CPU pressure judges cgroup-wide changes too. */
+static void test_pressure_reverts(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned tick = 0; tick <= 10; tick++) {
+                _cleanup_plan_ Plan *plan = guard_step(state, &st, tick, 50, tick == 0 ? 2.0 : 20.0);
+                if (tick == 10) {
+                        const Action *rev = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/g", 0);
+                        assert_non_null(rev);
+                        assert_non_null(strstr(rev->reason, "pressure"));
+                } else
+                        assert_int_equal(plan->n_actions, tick == 0);
+        }
+}
+
+/* GuardWindowMs=0: no experiments, nothing judged. */
+static void test_guard_off(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        st.guard_window_ms = 0;
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned tick = 0; tick < 30; tick++) {
+                _cleanup_plan_ Plan *plan = guard_step(state, &st, tick, tick == 0 ? 50 : 500, 0);
+                assert_int_equal(plan->n_actions, tick == 0);
+        }
+        PolicyCounters c;
+        policy_state_counters(state, &c);
+        assert_int_equal(c.kept + c.reverted, 0);
+}
+
+/* A pin whose thread waits more, though below StickyMaxWaitPercent: the guard
+ * reverts it and sticky backs off for the cgroup. */
+static Snapshot *pin_snapshot(unsigned tick, double wait) {
+        Snapshot *s = topo_new(1, 4, 2, tick * TICK_US);
+
+        topo_set_llc(s, 0, 100, 100);
+        topo_set_cpu(s, 4, 500, 500);
+        topo_set_cpu(s, 5, 20, 20);
+        size_t cg = topo_add_cgroup(s, "/app", CGROUP_POLICY_LATENCY, NULL);
+        topo_add_thread(s, cg, 50, 1, 4, 500, wait);
+        topo_finish(s);
+        return s;
+}
+
+static void test_sticky_guard(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        unsigned pins = 0, reverts = 0, first_revert = 0;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned tick = 0; tick < 40; tick++) {
+                /* 5 before the pin, 40 after: > 5 x 110% + 10, < 51 (no release). */
+                bool pinned = pins > reverts;
+                _cleanup_(snapshot_freep) Snapshot *s = pin_snapshot(tick, pinned ? 40 : 5);
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+
+                dump_plan(plan, tick);
+                assert_null(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/app", 50));
+                if (plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/app", 50))
+                        pins++;
+                const Action *rev = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/app", 50);
+                if (rev) {
+                        if (reverts++ == 0)
+                                first_revert = tick;
+                        assert_cpus(rev, "0-7");
+                }
+        }
+        /* Pinned at tick 2, reverted at 12, backed off until 32: pinned again. */
+        assert_int_equal(first_revert, 12);
+        assert_int_equal(pins, 2);
+        assert_int_equal(reverts, 1);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_worse_reverts_and_backs_off),
+                cmocka_unit_test(test_better_is_kept),
+                cmocka_unit_test(test_noise_is_kept),
+                cmocka_unit_test(test_pressure_reverts),
+                cmocka_unit_test(test_guard_off),
+                cmocka_unit_test(test_sticky_guard),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/* Prev-CPU stickiness (DESIGN.md 1.2, docs/POLICY.md). */
+
+#include "test-policy-util.h"
+
+#define TID 50
+
+typedef struct Tick {
+        double others; /* core 2's util without the thread, on CPU 5 */
+        double wait;
+} Tick;
+
+/* One LLC of 4 SMT2 cores (CPUs 0-7), calm. Thread TID of /app runs on CPU 4
+ * (core 2, with CPU 5) at util 500; CPU 5 carries the rest of the core. */
+static Snapshot *sticky_snapshot(uint64_t t, Tick k, const char *thread_allowed) {
+        Snapshot *s = topo_new(1, 4, 2, t);
+
+        topo_set_llc(s, 0, 100, 100);
+        topo_set_cpu(s, 4, 500, 500);
+        topo_set_cpu(s, 5, k.others, k.others);
+        size_t cg = topo_add_cgroup(s, "/app", CGROUP_POLICY_LATENCY, NULL);
+        ThreadSample *ts = topo_add_thread(s, cg, TID, 77, 4, 500, k.wait);
+        if (thread_allowed) {
+                hwloc_bitmap_free(ts->allowed);
+                ts->allowed = topo_parse(thread_allowed);
+        }
+        topo_finish(s);
+        return s;
+}
+
+static Plan *step(PolicyState *state, const Settings *st, unsigned i, Tick k, const char *thread_allowed) {
+        _cleanup_(snapshot_freep) Snapshot *s = sticky_snapshot(i * TICK_US, k, thread_allowed);
+        Plan *plan = decide_checked(s, st, state);
+        dump_plan(plan, i);
+        return plan;
+}
+
+static const Tick quiet = {.others = 41, .wait = 0}; /* 2% of the core's 2048 */
+
+/* Pinned after StickyTicks quiet ticks, not before. */
+static void test_pin_after_sticky_ticks(void **unused) {
+        for (StickyScope scope = STICKY_SCOPE_CORE; scope <= STICKY_SCOPE_CPU; scope++) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                Settings st;
+
+                settings_latency(&st);
+                st.sticky_scope = scope;
+                assert_int_equal(policy_state_new(&state), 0);
+                for (unsigned i = 0; i < st.sticky_ticks; i++) {
+                        _cleanup_plan_ Plan *plan = step(state, &st, i, quiet, NULL);
+                        if (i + 1 < st.sticky_ticks) {
+                                assert_int_equal(plan->n_actions, 0);
+                                continue;
+                        }
+                        const Action *a =
+                                plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/app", TID);
+                        assert_non_null(a);
+                        assert_int_equal(a->starttime, 77);
+                        assert_cpus(a, scope == STICKY_SCOPE_CORE ? "4-5" : "4");
+                        assert_non_null(strstr(a->reason, "for 3 ticks"));
+                }
+        }
+}
+
+/* A streak needs consecutive quiet ticks; a waiting thread is never pinned. */
+static void test_streak_resets(void **unused) {
+        const Tick ticks[] = {
+                quiet, quiet, {.others = 300}, quiet, quiet, {.others = 41, .wait = 80}, quiet, quiet, quiet,
+        };
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned i = 0; i < ELEMENTSOF(ticks); i++) {
+                _cleanup_plan_ Plan *plan = step(state, &st, i, ticks[i], NULL);
+                assert_int_equal(plan->n_actions, i == ELEMENTSOF(ticks) - 1);
+        }
+}
+
+/* The pin stays within the thread's own allowed CPUs. */
+static void test_pin_within_thread_mask(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned i = 0; i < 3; i++) {
+                _cleanup_plan_ Plan *plan = step(state, &st, i, quiet, "4,6-7");
+                if (i == 2)
+                        assert_cpus(
+                                plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/app", TID),
+                                "4");
+        }
+        /* Released: back to the mask it had before. */
+        _cleanup_plan_ Plan *plan = step(state, &st, 3, (Tick){.others = 614}, "4");
+        assert_cpus(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/app", TID), "4,6-7");
+}
+
+static void pin(PolicyState *state, const Settings *st) {
+        for (unsigned i = 0; i < st->sticky_ticks; i++) {
+                _cleanup_plan_ Plan *plan = step(state, st, i, quiet, NULL);
+                assert_int_equal(plan->n_actions, i + 1 == st->sticky_ticks);
+        }
+}
+
+/* At 30% of the core without the thread: released in the same tick. */
+static void test_release_on_util(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        pin(state, &st);
+
+        /* 25% of 2048 is 512: 500 stays pinned, 614 (30%) goes. */
+        _cleanup_plan_ Plan *p1 = step(state, &st, 3, (Tick){.others = 500}, "4-5");
+        assert_int_equal(p1->n_actions, 0);
+        _cleanup_plan_ Plan *p2 = step(state, &st, 4, (Tick){.others = 614}, "4-5");
+        assert_int_equal(p2->n_actions, 1);
+        const Action *a = plan_find(p2, ACTION_RESTORE, ACTION_POLICY_STICKY, "/app", TID);
+        assert_cpus(a, "0-7");
+        assert_non_null(strstr(a->reason, "614 > 25%"));
+
+        PolicyCounters c;
+        policy_state_counters(state, &c);
+        assert_int_equal(c.applied, 1);
+        assert_int_equal(c.restored, 1);
+        assert_int_equal(c.reverted, 0);
+}
+
+/* Wait above StickyMaxWaitPercent (5% of 1024 = 51.2): released at once. */
+static void test_release_on_wait(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        pin(state, &st);
+
+        _cleanup_plan_ Plan *p1 = step(state, &st, 3, (Tick){.others = 41, .wait = 51}, "4-5");
+        assert_int_equal(p1->n_actions, 0);
+        _cleanup_plan_ Plan *p2 = step(state, &st, 4, (Tick){.others = 41, .wait = 60}, "4-5");
+        const Action *a = plan_find(p2, ACTION_RESTORE, ACTION_POLICY_STICKY, "/app", TID);
+        assert_cpus(a, "0-7");
+        assert_non_null(strstr(a->reason, "wait 60 > 5%"));
+
+        /* Quiet again: no re-pin within MinResidencyMs of the pin, then one. */
+        unsigned repinned = 0;
+        for (unsigned i = 5; i < 20; i++) {
+                _cleanup_plan_ Plan *p = step(state, &st, i, quiet, NULL);
+                if (plan_find(p, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/app", TID)) {
+                        /* pinned at tick 2, residency 1000 ms = 10 ticks */
+                        assert_true(i >= 12);
+                        repinned++;
+                }
+        }
+        assert_int_equal(repinned, 1);
+}
+
+/* A balanced cgroup, or mode balanced, never gets a pin. */
+static void test_no_pin_when_not_latency(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        st.mode = MODE_BALANCED;
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned i = 0; i < 6; i++) {
+                _cleanup_plan_ Plan *plan = step(state, &st, i, quiet, NULL);
+                assert_int_equal(plan->n_actions, 0);
+        }
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_pin_after_sticky_ticks),
+                cmocka_unit_test(test_streak_resets),
+                cmocka_unit_test(test_pin_within_thread_mask),
+                cmocka_unit_test(test_release_on_util),
+                cmocka_unit_test(test_release_on_wait),
+                cmocka_unit_test(test_no_pin_when_not_latency),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

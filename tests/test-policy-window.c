@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/* The scan window (DESIGN.md 1.1, docs/POLICY.md). */
+
+#include "test-policy-util.h"
+
+/* AMD EPYC 9654: 24 LLCs (CCDs) of 8 cores x SMT2; here CPU 2k and 2k+1 are
+ * core k's siblings. Every LLC but 0 at a calm 30%. */
+static Snapshot *epyc(uint64_t t) {
+        Snapshot *s = topo_new(24, 8, 2, t);
+        for (unsigned l = 1; l < 24; l++)
+                topo_set_llc(s, l, 300, 300);
+        return s;
+}
+
+/* LLC 0 at 90% mean util: 12 CPUs at 973, core 3 (CPUs 6-7) at 512, core 7
+ * (CPUs 14-15) at 1024 where /bench1's two threads run at 1000 each, so core 7
+ * is all but idle without them. No wait: nothing for balance to move. */
+static Snapshot *epyc_90(uint64_t t) {
+        Snapshot *s = epyc(t);
+        topo_set_llc(s, 0, 973, 973);
+        topo_set_cpu(s, 6, 512, 512);
+        topo_set_cpu(s, 7, 512, 512);
+        topo_set_cpu(s, 14, 1024, 1024);
+        topo_set_cpu(s, 15, 1024, 1024);
+        size_t cg = topo_add_cgroup(s, "/bench1", CGROUP_POLICY_LATENCY, NULL);
+        topo_add_thread(s, cg, 101, 1, 14, 1000, 0);
+        topo_add_thread(s, cg, 102, 1, 15, 1000, 0);
+        topo_finish(s);
+        return s;
+}
+
+static void test_epyc_90_window(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        _cleanup_(snapshot_freep) Snapshot *s = epyc_90(0);
+        _cleanup_plan_ Plan *plan = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        assert_true(s->llcs[0].util > 0.899 * 1024 && s->llcs[0].util < 0.901 * 1024);
+        assert_int_equal(s->llcs[0].nr_idle_scan, 0);
+        assert_true(s->llcs[0].overloaded);
+
+        plan = decide_checked(s, &st, state);
+        dump_plan(plan, 0);
+        assert_int_equal(plan->n_actions, 1);
+        /* max(nr_idle_scan 0 -> 0 cores, demand 2000 x 1.25 = 2500 -> 3 CPUs ->
+         * 2 cores, MinWindowCores 1) = 2 cores = 4 CPUs: core 7 (idle without
+         * the cgroup's own threads) first, then core 3, the least busy. */
+        const Action *a = plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/bench1", 0);
+        assert_cpus(a, "6-7,14-15");
+        assert_int_equal(hwloc_bitmap_weight(a->cpus), 4);
+        assert_non_null(strstr(a->reason, "nr_idle_scan 0"));
+        assert_non_null(strstr(a->reason, "demand 2000"));
+
+        PolicyCounters c;
+        policy_state_counters(state, &c);
+        assert_int_equal(c.applied, 1);
+
+        /* The same snapshot again: the window stands, nothing to do. */
+        plan = plan_free(plan);
+        s->time_us += TICK_US;
+        plan = decide_checked(s, &st, state);
+        assert_int_equal(plan->n_actions, 0);
+}
+
+/* nr_idle_scan decides the size when it is the largest term: 75% util gives
+ * nr_idle_scan 3, rounded up to 2 whole cores. */
+static void test_epyc_scan_term_and_min_cores(void **unused) {
+        Settings st;
+
+        for (unsigned min_cores = 1; min_cores <= 3; min_cores += 2) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                _cleanup_(snapshot_freep) Snapshot *s = epyc(0);
+                _cleanup_plan_ Plan *plan = NULL;
+
+                settings_latency(&st);
+                st.min_window_cores = min_cores;
+                topo_set_llc(s, 0, 768, 768);
+                size_t cg = topo_add_cgroup(s, "/small", CGROUP_POLICY_LATENCY, NULL);
+                topo_add_thread(s, cg, 7, 1, 0, 300, 0);
+                topo_finish(s);
+                assert_int_equal(s->llcs[0].nr_idle_scan, 3);
+                assert_true(s->llcs[0].overloaded);
+
+                assert_int_equal(policy_state_new(&state), 0);
+                plan = decide_checked(s, &st, state);
+                dump_plan(plan, 0);
+                const Action *a = plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/small", 0);
+                /* Core 0 has the thread (least busy without it), then cores by index. */
+                assert_cpus(a, min_cores == 1 ? "0-3" : "0-5");
+        }
+}
+
+/* Never more than the cgroup is allowed; a window of everything it may use is
+ * no window. */
+static void test_epyc_window_capped(void **unused) {
+        static const struct {
+                const char *allowed, *expected;
+        } cases[] = {
+                {"0-5,16-31", "0-5"},
+                {"0-5", NULL},
+        };
+        Settings st;
+
+        settings_latency(&st);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                _cleanup_(snapshot_freep) Snapshot *s = epyc(0);
+                _cleanup_plan_ Plan *plan = NULL;
+
+                topo_set_llc(s, 0, 1000, 1000);
+                size_t cg = topo_add_cgroup(s, "/big", CGROUP_POLICY_LATENCY, cases[i].allowed);
+                for (int k = 0; k < 6; k++)
+                        topo_add_thread(s, cg, 10 + k, 1, k, 1000, 0);
+                topo_finish(s);
+
+                assert_int_equal(policy_state_new(&state), 0);
+                plan = decide_checked(s, &st, state);
+                dump_plan(plan, 0);
+                const Action *a = plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/big", 0);
+                if (cases[i].expected)
+                        assert_cpus(a, cases[i].expected);
+                else
+                        assert_null(a);
+        }
+}
+
+static void test_epyc_50_no_window(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        _cleanup_(snapshot_freep) Snapshot *s = epyc(0);
+        _cleanup_plan_ Plan *plan = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        topo_set_llc(s, 0, 512, 512);
+        size_t cg = topo_add_cgroup(s, "/bench1", CGROUP_POLICY_LATENCY, NULL);
+        topo_add_thread(s, cg, 101, 1, 0, 400, 0);
+        topo_add_thread(s, cg, 102, 1, 1, 400, 0);
+        topo_finish(s);
+        /* Below the LLC's size but not overloaded. */
+        assert_int_equal(s->llcs[0].nr_idle_scan, 10);
+        assert_false(s->llcs[0].overloaded);
+
+        assert_int_equal(policy_state_new(&state), 0);
+        plan = decide_checked(s, &st, state);
+        assert_int_equal(plan->n_actions, 0);
+}
+
+static Snapshot *epyc_level(uint64_t t, double util) {
+        Snapshot *s = epyc(t);
+        topo_set_llc(s, 0, util, util);
+        size_t cg = topo_add_cgroup(s, "/bench1", CGROUP_POLICY_LATENCY, NULL);
+        topo_add_thread(s, cg, 101, 1, 14, 600, 0);
+        topo_add_thread(s, cg, 102, 1, 15, 600, 0);
+        topo_finish(s);
+        return s;
+}
+
+/* Opens above ~60%, stays between (growing only: at 70% nr_idle_scan 5 needs
+ * 3 cores), widens back below ~43%. */
+static void test_epyc_hysteresis(void **unused) {
+        static const struct {
+                double util;
+                int expect; /* 1 window set, -1 restore, 0 nothing */
+        } steps[] = {
+                {0.55, 0}, {0.90, 1},  {0.90, 0}, {0.50, 0}, {0.45, 0},
+                {0.70, 1}, {0.40, -1}, {0.40, 0}, {0.50, 0}, {0.65, 1},
+        };
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+                _cleanup_(snapshot_freep) Snapshot *s = epyc_level(i * 20 * TICK_US, steps[i].util * 1024);
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+
+                dump_plan(plan, (unsigned) i);
+                const Action *set =
+                        plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/bench1", 0);
+                const Action *restore = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_WINDOW, "/bench1", 0);
+                assert_int_equal(plan->n_actions, steps[i].expect != 0);
+                if (steps[i].expect > 0)
+                        assert_non_null(set);
+                if (steps[i].expect < 0) {
+                        /* Back to what it had before: every CPU. */
+                        assert_cpus(restore, "0-383");
+                        assert_non_null(strstr(restore->reason, "calm"));
+                }
+        }
+        PolicyCounters c;
+        policy_state_counters(state, &c);
+        assert_int_equal(c.applied, 3);
+        assert_int_equal(c.restored, 1);
+}
+
+/* Four equal cgroups on a 2-CPU LLC: two per CPU (DESIGN.md 1.1's hackbench
+ * finding), one CPU each. */
+static void test_four_cgroups_two_cpus(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        _cleanup_(snapshot_freep) Snapshot *s = topo_new(1, 2, 1, 0);
+        _cleanup_plan_ Plan *plan = NULL;
+        const char *paths[] = {"/g1", "/g2", "/g3", "/g4"};
+        unsigned per_cpu[2] = {};
+        Settings st;
+
+        settings_latency(&st);
+        topo_set_llc(s, 0, 1024, 1024);
+        for (size_t i = 0; i < 4; i++) {
+                size_t cg = topo_add_cgroup(s, paths[i], CGROUP_POLICY_LATENCY, NULL);
+                topo_add_thread(s, cg, (pid_t) (100 + i), 1, (int) (i / 2), 400, 0);
+        }
+        topo_finish(s);
+        assert_true(s->llcs[0].overloaded);
+
+        assert_int_equal(policy_state_new(&state), 0);
+        plan = decide_checked(s, &st, state);
+        dump_plan(plan, 0);
+        assert_int_equal(plan->n_actions, 4);
+        for (size_t i = 0; i < 4; i++) {
+                const Action *a = plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, paths[i], 0);
+                assert_non_null(a);
+                assert_int_equal(hwloc_bitmap_weight(a->cpus), 1);
+                per_cpu[hwloc_bitmap_first(a->cpus)]++;
+        }
+        assert_int_equal(per_cpu[0], 2);
+        assert_int_equal(per_cpu[1], 2);
+}
+
+/* Cgroups that fit get disjoint windows, largest demand first on the least
+ * loaded cores. */
+static void test_epyc_disjoint(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        _cleanup_(snapshot_freep) Snapshot *s = epyc(0);
+        _cleanup_plan_ Plan *plan = NULL;
+        const char *paths[] = {"/a", "/b", "/c"};
+        const double demand[] = {500, 1500, 1000};
+        Settings st;
+
+        settings_latency(&st);
+        topo_set_llc(s, 0, 1000, 1000);
+        for (size_t i = 0; i < 3; i++) {
+                size_t cg = topo_add_cgroup(s, paths[i], CGROUP_POLICY_LATENCY, NULL);
+                topo_add_thread(s, cg, (pid_t) (10 + i), 1, 0, demand[i], 0);
+        }
+        topo_finish(s);
+
+        assert_int_equal(policy_state_new(&state), 0);
+        plan = decide_checked(s, &st, state);
+        dump_plan(plan, 0);
+        assert_int_equal(plan->n_actions, 3);
+        _cleanup_cpuset_ CpuSet all = hwloc_bitmap_alloc();
+        for (size_t i = 0; i < 3; i++) {
+                const Action *a = plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, paths[i], 0);
+                assert_non_null(a);
+                assert_int_equal(hwloc_bitmap_weight(a->cpus), 2);
+                assert_false(hwloc_bitmap_intersects(all, a->cpus));
+                hwloc_bitmap_or(all, all, a->cpus);
+        }
+        /* The threads all ran on core 0, so its background is the lowest and
+         * the largest demand, /b, gets it. */
+        assert_cpus(plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/b", 0), "0-1");
+}
+
+/* POWER9: an LLC is two SMT4 cores, 8 CPUs. With MinLLCCPUs=16, the kernel
+ * patches' own conclusion, no window at any load. */
+static void test_power9_no_window(void **unused) {
+        Settings st;
+
+        for (unsigned min_llc = 2; min_llc <= 16; min_llc += 14) {
+                unsigned windows = 0;
+
+                settings_latency(&st);
+                st.min_llc_cpus = min_llc;
+                for (unsigned u = 0; u <= 1024; u += 64) {
+                        _cleanup_policy_state_ PolicyState *state = NULL;
+                        _cleanup_(snapshot_freep) Snapshot *s = topo_new(4, 2, 4, 0);
+                        _cleanup_plan_ Plan *plan = NULL;
+
+                        for (unsigned l = 0; l < 4; l++)
+                                topo_set_llc(s, l, u, u);
+                        size_t cg = topo_add_cgroup(s, "/bench1", CGROUP_POLICY_LATENCY, NULL);
+                        topo_add_thread(s, cg, 101, 1, 0, MIN(u, 200u), 0);
+                        topo_add_thread(s, cg, 102, 1, 1, MIN(u, 200u), 0);
+                        topo_finish(s);
+
+                        assert_int_equal(policy_state_new(&state), 0);
+                        plan = decide_checked(s, &st, state);
+                        windows += plan_count(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW);
+                }
+                if (min_llc == 16)
+                        assert_int_equal(windows, 0);
+                else
+                        assert_true(windows > 0); /* the same loads do open windows on 8-CPU LLCs */
+        }
+}
+
+/* A balanced cgroup never gets a window; in mode balanced nobody does. */
+static void test_window_policy_narrowing(void **unused) {
+        Settings st;
+
+        for (int i = 0; i < 2; i++) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                _cleanup_(snapshot_freep) Snapshot *s = epyc(0);
+                _cleanup_plan_ Plan *plan = NULL;
+
+                settings_latency(&st);
+                if (i == 1)
+                        st.mode = MODE_BALANCED;
+                topo_set_llc(s, 0, 1000, 1000);
+                size_t cg = topo_add_cgroup(s, "/b", i == 0 ? CGROUP_POLICY_BALANCED : CGROUP_POLICY_LATENCY,
+                                            NULL);
+                topo_add_thread(s, cg, 5, 1, 0, 500, 0);
+                topo_finish(s);
+                assert_int_equal(policy_state_new(&state), 0);
+                plan = decide_checked(s, &st, state);
+                assert_int_equal(plan->n_actions, 0);
+        }
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_epyc_90_window),
+                cmocka_unit_test(test_epyc_scan_term_and_min_cores),
+                cmocka_unit_test(test_epyc_window_capped),
+                cmocka_unit_test(test_epyc_50_no_window),
+                cmocka_unit_test(test_epyc_hysteresis),
+                cmocka_unit_test(test_four_cgroups_two_cpus),
+                cmocka_unit_test(test_epyc_disjoint),
+                cmocka_unit_test(test_power9_no_window),
+                cmocka_unit_test(test_window_policy_narrowing),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
