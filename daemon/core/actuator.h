@@ -15,7 +15,32 @@
  * live host, through the root directory on a fixture root), systemd's
  * SetUnitProperties(AllowedCPUs=) for a cgroup that belongs to a systemd unit
  * when systemd is PID 1, else sched_setaffinity() on every thread of the
- * cgroup. Thread actions always use sched_setaffinity(). */
+ * cgroup. Thread actions always use sched_setaffinity().
+ *
+ * The backend choice, made at a cgroup's first change and kept while steerd
+ * holds it (actuator_choose_backend()):
+ *   1. a v2 cgroup whose cpuset.cpus.partition is "root…" or "isolated…" is a
+ *      partition its operator carved: unmanaged (refused, reported let go);
+ *   2. systemd: the live host ("/" root), a bus, sd_booted() > 0, a v2 cgroup
+ *      whose last path component is a .service, .scope or .slice;
+ *   3. cpuset: a v1 cgroup (cpuset hierarchy), or a v2 one with "cpuset" in
+ *      its cgroup.controllers, whose cpuset.cpus is writable and whose parent
+ *      has effective CPUs (so never a hierarchy's root group);
+ *   4. threads: everything else.
+ * A mask written is always within the parent's effective CPUs. The threads
+ * backend composes the cgroup's window with each thread's own mask as the
+ * kernel composes a cpuset with sched_setaffinity() (intersection, or the
+ * window when that is empty), and adopts new threads (actuator_adopt_thread(),
+ * else the next actuator_apply()).
+ *
+ * Given back: a restore whose CPUs cover the original (within what is online
+ * and allowed) writes the exact original back ("" on v2 = inherit) and drops
+ * the record. A thread whose original covered its whole cgroup is given back
+ * with every CPU set, so that the kernel composes it with the cgroup's CPUs
+ * of the moment, as if steerd had never touched it.
+ *
+ * On a root other than the host's "/", cpuset files are written below the
+ * root and no thread is ever touched (their tids are not the host's). */
 
 #include <systemd/sd-bus.h>
 
@@ -57,6 +82,8 @@ void actuator_report_done(ActuatorReport *r);
 /* state_path: e.g. /run/steerd/state.json (NULL: keep no state file, for
  * tests). bus: the system bus for the systemd backend, NULL if none. */
 int actuator_new(const RootDir *root, const char *state_path, sd_bus *bus, Actuator **ret);
+/* Gives nothing back and leaves the state file as it is (what a crash
+ * leaves): call actuator_release_all() first. */
 Actuator *actuator_free(Actuator *a);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Actuator *, actuator_free);
 
@@ -74,8 +101,13 @@ int actuator_check_ownership(Actuator *a, const Snapshot *snap, ActuatorReport *
  * logged once, the thread or cgroup marked unmanaged (reported in let_go). */
 int actuator_apply(Actuator *a, const Snapshot *snap, const Plan *plan, ActuatorReport *ret);
 
+/* The backend a cgroup-wide action on loc would use now: -EPERM for a v2
+ * partition root (unmanaged), -ENOENT when the cgroup is gone. */
+int actuator_choose_backend(const Actuator *a, const CgroupLocation *loc, ActuatorBackend *ret);
+
 /* A new thread appeared in an opted-in cgroup (proc connector): if that
- * cgroup's window is applied per thread, apply it to the new thread now. */
+ * cgroup's window is applied per thread, apply it to the new thread now.
+ * 1 if its mask was changed, 0 if there was nothing to do. */
 int actuator_adopt_thread(Actuator *a, const char *cgroup, pid_t tid);
 
 /* The original mask of the cgroup, if steerd changed it (NULL otherwise):
@@ -83,13 +115,18 @@ int actuator_adopt_thread(Actuator *a, const char *cgroup, pid_t tid);
 hwloc_const_bitmap_t actuator_cgroup_original(const Actuator *a, const char *cgroup);
 
 /* Give back everything of one cgroup (opt-out), or everything (mode off,
- * SIGTERM). Threads whose starttime no longer matches are skipped. */
+ * SIGTERM). Threads whose starttime no longer matches are skipped; a mask
+ * someone else changed since is left alone; a cgroup that is gone is logged
+ * and dropped. Clears the cgroup's hands-off marks. 0, or the first error
+ * giving a cgroup's CPUs back (logged; the record is dropped anyway). */
 int actuator_release_cgroup(Actuator *a, const char *cgroup);
 int actuator_release_all(Actuator *a);
 
 /* At start: restore what a killed predecessor left in state_path, then
  * remove the file. Entries whose tid's starttime differs are skipped;
- * masks changed since by someone else are left alone. */
+ * masks changed since by someone else are left alone. 0 also when there is
+ * no file. A malformed file is logged with its name, renamed to
+ * STATE_PATH.bad, nothing is touched, and -EBADMSG returned. */
 int actuator_restore_predecessor(const RootDir *root, const char *state_path, sd_bus *bus);
 
 /* How many threads and cgroups the actuator currently owns. */

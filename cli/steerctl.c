@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/* steerctl: main, the command line and the verb table. */
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+
+#include "output.h"
+#include "steerctl.h"
+
+#ifndef STEERD_VERSION
+#define STEERD_VERSION "unknown"
+#endif
+
+static void help(void) {
+        printf("%1$ssteerctl%2$s [OPTIONS...] COMMAND ...\n\n"
+               "Query and control steerd, the daemon that steers the threads of opted-in cgroups\n"
+               "by per-LLC (last-level cache) load and contention. Workloads nobody opted in are\n"
+               "never touched.\n\n"
+               "%1$sCommands:%2$s\n"
+               "  status               Show mode, version, sample period, counters and the\n"
+               "                       opted-in cgroups with policy, source, CPUs and threads\n"
+               "                       (the default command)\n"
+               "  mode [MODE]          Show the mode, or switch steerd to MODE (instant, reversible)\n"
+               "  opt-in CGROUP        Let steerd steer CGROUP's threads, with --policy (default\n"
+               "                       latency); lasts across steerd restarts\n"
+               "  opt-out CGROUP       Stop steering CGROUP and give its CPUs back\n"
+               "  list                 List the opted-in cgroups: runtime (opt-in), config ([OptIn]\n"
+               "                       in steerd.conf) and xattr (user.steerd.policy on the cgroup)\n"
+               "  top                  Per-LLC, per-cgroup and per-CPU load and the last plan,\n"
+               "                       refreshed every second until Ctrl-C\n"
+               "  monitor              Print steerd's signals as they come, one line each, until\n"
+               "                       Ctrl-C: ModeChanged, LLCOverload (an LLC's overloaded flag\n"
+               "                       flipped), ActionsApplied (a tick changed CPUs)\n"
+               "  reload               Reload steerd's configuration; a bad file is refused\n"
+               "                       with file:line and the running configuration stays\n\n"
+               "%1$sModes:%2$s\n"
+               "  off                  Steer nothing; give back every CPU steerd changed\n"
+               "  observe              Sample and decide, log the plan, change nothing\n"
+               "  latency              All policies: scan windows on overloaded LLCs, prev-CPU\n"
+               "                       stickiness, contention-aware balancing between LLCs\n"
+               "  balanced             Contention-aware balancing between LLCs only\n\n"
+               "%1$sPolicies%2$s (per cgroup; a cgroup's policy narrows the mode):\n"
+               "  latency              Windows, stickiness and balancing, as the mode allows\n"
+               "  balanced             Balancing only: never a window or a pin\n\n"
+               "CGROUP is the cgroup's path under its hierarchy's mount, e.g.\n"
+               "/system.slice/app.service (or /bench1 in the cgroup v1 cpuset hierarchy), or its\n"
+               "absolute directory, e.g. /sys/fs/cgroup/system.slice/app.service.\n\n"
+               "%1$sOptions:%2$s\n"
+               "  -h --help            Show this help\n"
+               "     --version         Show the version\n"
+               "     --json[=MODE]     JSON output for status, mode, list, top and monitor: short\n"
+               "                       (one line per document, the default) or pretty\n"
+               "     --no-legend       Omit the header line and the \"N cgroups listed.\" legend\n"
+               "     --no-pager        Accepted as systemd's tools do; steerctl never pages\n"
+               "  -p --policy=POLICY   opt-in: latency (default) or balanced\n"
+               "     --once            top: print one frame and exit\n"
+               "  -n --iterations=N    top: print N frames and exit\n"
+               "  -d --delay=SECONDS   top: time between frames (default 1, e.g. 0.5)\n\n"
+               "%1$sOutput:%2$s\n"
+               "  Load figures are on the kernel's capacity scale, 1024 = one CPU fully busy,\n"
+               "  followed by the same figure in percent of one CPU. util: CPU time used;\n"
+               "  boosted: max(util, runnable), runnable adding run-queue wait; idle-scan: CPUs\n"
+               "  the kernel's wakeup scan would visit (SIS_UTIL); an LLC is overloaded when\n"
+               "  that is below half its CPUs. Counters: ticks (samples taken), applied (CPU\n"
+               "  changes made), kept/reverted (changes the guard kept or undid because waiting\n"
+               "  got worse), restored (CPUs given back), failed, adopted (threads taken over\n"
+               "  from a previous steerd's state).\n"
+               "  status --json: {\"mode\", \"version\", \"sample_period_usec\", \"counters\": {...},\n"
+               "  \"cgroups\": [{\"name\", \"policy\", \"source\", \"directory\", \"cpus\", \"threads\"}]}\n"
+               "  (directory \"\" when the cgroup does not exist now); list --json: the cgroups\n"
+               "  array; mode --json: {\"mode\"}; top --json: steerd's Describe document per frame\n"
+               "  {\"mode\", \"snapshot\", \"plan\", \"counters\"}; monitor --json: one object per\n"
+               "  signal, {\"time_usec\", \"signal\", ...the signal's arguments}.\n\n"
+               "%1$sPermissions:%2$s\n"
+               "  Reading (status, mode, list, top, monitor) is open to every user. mode MODE,\n"
+               "  opt-in, opt-out and reload need root or the polkit action org.steerd1.manage.\n"
+               "  steerctl talks to org.steerd1 on the system bus ($DBUS_SYSTEM_BUS_ADDRESS if set).\n\n"
+               "%1$sExit status:%2$s\n"
+               "  0  success\n"
+               "  1  failure: steerd not running, access denied, a bus error, a bad config on reload\n"
+               "  2  invalid arguments: unknown command, option, mode or policy; a cgroup path that\n"
+               "     is not absolute, contains . or .., or is too long\n"
+               "  4  no such cgroup: it does not exist (opt-in) or is not opted in (opt-out)\n\n"
+               "%1$sExamples:%2$s\n"
+               "  steerctl opt-in /system.slice/app.service       steer app.service (latency)\n"
+               "  steerctl opt-in /bench1 --policy balanced        balancing only for /bench1\n"
+               "  steerctl mode latency                            start steering\n"
+               "  steerctl mode observe                            stop changing CPUs, keep deciding\n"
+               "  steerctl list --no-legend                        the opted-in cgroups, for scripts\n"
+               "  steerctl status --json | jq .counters\n"
+               "  steerctl top --once                              one frame of load figures\n"
+               "  steerctl monitor --json                          signals as JSON lines\n",
+               ansi(ANSI_HIGHLIGHT), ansi(ANSI_NORMAL));
+}
+
+typedef struct Verb {
+        const char *name;
+        unsigned min_args, max_args; /* arguments after the verb */
+        int (*run)(int argc, char *argv[], const Args *args);
+} Verb;
+
+static const Verb verbs[] = {
+        {"status", 0, 0, verb_status},   {"mode", 0, 1, verb_mode},     {"opt-in", 1, 1, verb_opt_in},
+        {"opt-out", 1, 1, verb_opt_out}, {"list", 0, 0, verb_list},     {"top", 0, 0, verb_top},
+        {"monitor", 0, 0, verb_monitor}, {"reload", 0, 0, verb_reload},
+};
+
+static int parse_uint(const char *s, const char *what, uint64_t lo, uint64_t hi, uint64_t *ret) {
+        unsigned long long v;
+        char *end;
+
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno != 0 || end == s || *end || s[0] == '-' || v < lo || v > hi)
+                return log_error_errno(EINVAL,
+                                       "%s: '%s' is not a number between %" PRIu64 " and %" PRIu64 ".", what,
+                                       s, lo, hi);
+        *ret = v;
+        return 0;
+}
+
+static int parse_delay(const char *s, uint64_t *ret) {
+        double v;
+        char *end;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno != 0 || end == s || *end || !isfinite(v) || v < 0.1 || v > 3600)
+                return log_error_errno(EINVAL,
+                                       "--delay: '%s' is not a number of seconds between 0.1 and 3600.", s);
+        *ret = (uint64_t) (v * USEC_PER_SEC);
+        return 0;
+}
+
+/* Returns 0 to exit with success (--help, --version), > 0 to go on, < 0 on error. */
+static int parse_argv(int argc, char *argv[], Args *args) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_JSON,
+                ARG_NO_LEGEND,
+                ARG_NO_PAGER,
+                ARG_ONCE,
+        };
+        static const struct option options[] = {
+                {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, ARG_VERSION},
+                {"json", optional_argument, NULL, ARG_JSON},
+                {"no-legend", no_argument, NULL, ARG_NO_LEGEND},
+                {"no-pager", no_argument, NULL, ARG_NO_PAGER},
+                {"policy", required_argument, NULL, 'p'},
+                {"once", no_argument, NULL, ARG_ONCE},
+                {"iterations", required_argument, NULL, 'n'},
+                {"delay", required_argument, NULL, 'd'},
+                {},
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "hp:n:d:", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("steerctl %s\n", STEERD_VERSION);
+                        return 0;
+                case ARG_JSON:
+                        if (!optarg || streq(optarg, "short"))
+                                args->json = JSON_SHORT;
+                        else if (streq(optarg, "pretty"))
+                                args->json = JSON_PRETTY;
+                        else if (streq(optarg, "off"))
+                                args->json = JSON_OFF;
+                        else
+                                return log_error_errno(
+                                        EINVAL, "--json: unknown mode '%s' (short, pretty or off).", optarg);
+                        break;
+                case ARG_NO_LEGEND:
+                        args->legend = false;
+                        break;
+                case ARG_NO_PAGER:
+                        args->no_pager = true;
+                        break;
+                case 'p':
+                        args->policy = optarg;
+                        break;
+                case ARG_ONCE:
+                        args->iterations = 1;
+                        args->top_options_set = true;
+                        break;
+                case 'n':
+                        if (parse_uint(optarg, "--iterations", 1, UINT32_MAX, &args->iterations) < 0)
+                                return -EINVAL;
+                        args->top_options_set = true;
+                        break;
+                case 'd':
+                        if (parse_delay(optarg, &args->delay_usec) < 0)
+                                return -EINVAL;
+                        args->top_options_set = true;
+                        break;
+                default: /* '?': getopt said what was wrong */
+                        return -EINVAL;
+                }
+        return 1;
+}
+
+static int dispatch_verb(int argc, char *argv[], const Args *args) {
+        static char *default_argv[] = {(char *) "status", NULL};
+        const Verb *verb = NULL;
+        unsigned n_args;
+
+        if (argc <= 0) {
+                argc = 1;
+                argv = default_argv;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(argv[0], verbs[i].name)) {
+                        verb = &verbs[i];
+                        break;
+                }
+        if (!verb)
+                return log_error("Unknown command '%s'. See 'steerctl --help'.", argv[0]), EXIT_USAGE;
+
+        n_args = (unsigned) argc - 1;
+        if (n_args < verb->min_args)
+                return log_error("Too few arguments for '%s'. See 'steerctl --help'.", verb->name),
+                       EXIT_USAGE;
+        if (n_args > verb->max_args)
+                return log_error("Too many arguments for '%s'. See 'steerctl --help'.", verb->name),
+                       EXIT_USAGE;
+
+        /* Options that only one verb takes are refused elsewhere, so that a
+         * misplaced one is not silently ignored. */
+        if (args->policy && !streq(verb->name, "opt-in"))
+                return log_error("--policy is only valid with opt-in."), EXIT_USAGE;
+        if (args->top_options_set && !streq(verb->name, "top"))
+                return log_error("--once, --iterations and --delay are only valid with top."), EXIT_USAGE;
+
+        return verb->run(argc, argv, args);
+}
+
+int main(int argc, char *argv[]) {
+        Args args = {
+                .legend = true,
+                .delay_usec = TOP_DELAY_DEFAULT_USEC,
+        };
+        int r;
+
+        r = parse_argv(argc, argv, &args);
+        if (r < 0)
+                return EXIT_USAGE;
+        if (r == 0)
+                return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+
+        r = dispatch_verb(argc - optind, argv + optind, &args);
+        return r < 0 ? EXIT_FAILURE : r;
+}

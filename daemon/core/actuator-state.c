@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <libgen.h>
+#include <sys/stat.h>
+
+#include "actuator-internal.h"
+
+/* The state file: what steerd owns, so that a successor can give it back
+ * after a crash (DESIGN.md 5.2). Keyed by (tid, starttime): a reused tid is
+ * never touched. Hands-off marks are not kept: what was let go is not
+ * steerd's, so there is nothing of it to give back.
+ *
+ * {"version": 1,
+ *  "threads": [{"tid": 1234, "starttime": 5678, "cgroup": "/bench1",
+ *               "original": "0-1", "original_full": true,
+ *               "request": "1" | null, "last_set": "1"}],
+ *  "cgroups": [{"name": "/bench1", "dir": "/sys/fs/cgroup/cpuset/bench1",
+ *               "v2": false, "backend": "cpuset", "unit": null,
+ *               "original_text": "0-1", "original": "0-1", "window": "0"}]} */
+
+#define STATE_VERSION 1
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
+
+static json_object *json_cpuset(hwloc_const_bitmap_t s) {
+        _cleanup_(freep) char *text = NULL;
+        if (!s)
+                return NULL; /* JSON null */
+        if (cpuset_format(s, &text) < 0)
+                return NULL;
+        return json_object_new_string(text);
+}
+
+static int add(json_object *o, const char *key, json_object *v, bool nullable) {
+        if (!v && !nullable)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int state_to_json(const Actuator *a, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *root = json_object_new_object();
+        json_object *threads = json_object_new_array(), *cgroups = json_object_new_array();
+        int r;
+
+        if (!root || !threads || !cgroups) {
+                json_object_put(threads);
+                json_object_put(cgroups);
+                return -ENOMEM;
+        }
+        if ((r = add(root, "version", json_object_new_int(STATE_VERSION), false)) < 0 ||
+            (r = add(root, "threads", threads, false)) < 0) {
+                json_object_put(cgroups);
+                return r;
+        }
+        r = add(root, "cgroups", cgroups, false);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < a->n_threads; i++) {
+                const ActThread *t = &a->threads[i];
+                json_object *o = json_object_new_object();
+                if (!o || json_object_array_add(threads, o) < 0) {
+                        json_object_put(o);
+                        return -ENOMEM;
+                }
+                if ((r = add(o, "tid", json_object_new_int64(t->tid), false)) < 0 ||
+                    (r = add(o, "starttime", json_object_new_uint64(t->starttime), false)) < 0 ||
+                    (r = add(o, "cgroup", json_object_new_string(t->cgroup), false)) < 0 ||
+                    (r = add(o, "original", json_cpuset(t->original), false)) < 0 ||
+                    (r = add(o, "original_full", json_object_new_boolean(t->original_full), false)) < 0 ||
+                    (r = add(o, "request", json_cpuset(t->request), !t->request)) < 0 ||
+                    (r = add(o, "last_set", json_cpuset(t->last_set), false)) < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < a->n_owned; i++) {
+                const ActCgroup *c = &a->owned[i];
+                json_object *o = json_object_new_object();
+                if (!o || json_object_array_add(cgroups, o) < 0) {
+                        json_object_put(o);
+                        return -ENOMEM;
+                }
+                if ((r = add(o, "name", json_object_new_string(c->name), false)) < 0 ||
+                    (r = add(o, "dir", json_object_new_string(c->dir), false)) < 0 ||
+                    (r = add(o, "v2", json_object_new_boolean(c->v2), false)) < 0 ||
+                    (r = add(o, "backend", json_object_new_string(actuator_backend_to_string(c->backend)),
+                             false)) < 0 ||
+                    (r = add(o, "unit", c->unit ? json_object_new_string(c->unit) : NULL, !c->unit)) < 0 ||
+                    (r = add(o, "original_text",
+                             c->original_text ? json_object_new_string(c->original_text) : NULL,
+                             !c->original_text)) < 0 ||
+                    (r = add(o, "original", json_cpuset(c->original), !c->original)) < 0 ||
+                    (r = add(o, "window", json_cpuset(c->window), !c->window)) < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(root);
+        return 0;
+}
+
+static int fsync_dir_of(const char *path) {
+        _cleanup_(freep) char *copy = strdup(path);
+        _cleanup_(closep) int fd = -EBADF;
+
+        if (!copy)
+                return -ENOMEM;
+        fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fsync(fd) < 0)
+                return negative_errno();
+        return 0;
+}
+
+static int write_atomic(const char *path, const char *text) {
+        _cleanup_(freep) char *tmp = NULL, *copy = strdup(path);
+        _cleanup_(closep) int fd = -EBADF;
+        size_t n = strlen(text), done = 0;
+        int r;
+
+        if (!copy)
+                return -ENOMEM;
+        const char *slash = strrchr(path, '/');
+        if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(copy), slash ? slash + 1 : path) < 0)
+                return -ENOMEM;
+        /* mkostemp() creates 0600; a reader never sees half a file. */
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        if (fchmod(fd, 0600) < 0)
+                goto fail;
+        while (done < n) {
+                ssize_t k = write(fd, text + done, n - done);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        goto fail;
+                }
+                done += (size_t) k;
+        }
+        if (fsync(fd) < 0)
+                goto fail;
+        if (close(TAKE_FD(fd)) < 0)
+                goto fail;
+        if (rename(tmp, path) < 0)
+                goto fail;
+        (void) fsync_dir_of(path);
+        return 0;
+fail:
+        r = negative_errno();
+        (void) unlink(tmp);
+        return r;
+}
+
+int actuator_state_save(Actuator *a) {
+        _cleanup_(json_object_putp) json_object *j = NULL;
+        const char *text;
+        int r;
+
+        if (!a->state_path || !a->dirty)
+                return 0;
+        if (a->n_threads == 0 && a->n_owned == 0) {
+                if (unlink(a->state_path) < 0 && errno != ENOENT)
+                        return negative_errno();
+                a->dirty = false;
+                return 0;
+        }
+        r = state_to_json(a, &j);
+        if (r < 0)
+                return r;
+        text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text)
+                return -ENOMEM;
+        r = write_atomic(a->state_path, text);
+        if (r < 0)
+                return r;
+        a->dirty = false;
+        return 0;
+}
+
+/* ---- loading ---- */
+
+static json_object *get(json_object *o, const char *key, json_type type, bool nullable, bool *ok) {
+        json_object *v = NULL;
+        if (!json_object_object_get_ex(o, key, &v) || (!v && !nullable) ||
+            (v && !json_object_is_type(v, type)))
+                *ok = false;
+        return v;
+}
+
+static int get_cpuset(json_object *o, const char *key, bool nullable, bool nonempty, CpuSet *ret, bool *ok) {
+        json_object *v = get(o, key, json_type_string, nullable, ok);
+        *ret = NULL;
+        if (!*ok || !v)
+                return 0;
+        int r = cpuset_parse(json_object_get_string(v), ret);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || (nonempty && hwloc_bitmap_iszero(*ret)))
+                *ok = false;
+        return 0;
+}
+
+static int dup_string(json_object *v, char **ret) {
+        *ret = NULL;
+        if (!v)
+                return 0;
+        *ret = strdup(json_object_get_string(v));
+        return *ret ? 0 : -ENOMEM;
+}
+
+static bool dir_is_sane(const char *d) {
+        /* The file is root's own under /run, but a path from it is written
+         * to: absolute, no "..", nothing odd. */
+        size_t n = strlen(d);
+        return d[0] == '/' && !strstr(d, "/../") && !(n >= 3 && streq(d + n - 3, "/..")) && !strchr(d, '\n');
+}
+
+static int load_thread(json_object *o, ActThread *ret, bool *ok) {
+        ActThread t = {};
+        json_object *tid = get(o, "tid", json_type_int, false, ok),
+                    *st = get(o, "starttime", json_type_int, false, ok),
+                    *cg = get(o, "cgroup", json_type_string, false, ok),
+                    *full = get(o, "original_full", json_type_boolean, false, ok);
+        int r;
+
+        if (!*ok)
+                return 0;
+        int64_t tid_v = json_object_get_int64(tid);
+        if (tid_v <= 0 || tid_v > INT32_MAX || json_object_get_int64(st) < 0) {
+                *ok = false;
+                return 0;
+        }
+        t.tid = (pid_t) tid_v;
+        t.starttime = json_object_get_uint64(st);
+        t.original_full = json_object_get_boolean(full);
+        if ((r = dup_string(cg, &t.cgroup)) < 0 ||
+            (r = get_cpuset(o, "original", false, true, &t.original, ok)) < 0 ||
+            (r = get_cpuset(o, "request", true, true, &t.request, ok)) < 0 ||
+            (r = get_cpuset(o, "last_set", false, true, &t.last_set, ok)) < 0) {
+                act_thread_done(&t);
+                return r;
+        }
+        if (!*ok) {
+                act_thread_done(&t);
+                return 0;
+        }
+        *ret = t;
+        return 0;
+}
+
+static int load_cgroup(json_object *o, ActCgroup *ret, bool *ok) {
+        ActCgroup c = {};
+        _cleanup_cpuset_ CpuSet check = NULL;
+        json_object *name = get(o, "name", json_type_string, false, ok),
+                    *dir = get(o, "dir", json_type_string, false, ok),
+                    *v2 = get(o, "v2", json_type_boolean, false, ok),
+                    *backend = get(o, "backend", json_type_string, false, ok),
+                    *unit = get(o, "unit", json_type_string, true, ok),
+                    *text = get(o, "original_text", json_type_string, true, ok);
+        int r;
+
+        if (!*ok)
+                return 0;
+        c.backend = _ACTUATOR_BACKEND_INVALID;
+        for (ActuatorBackend b = 0; b < _ACTUATOR_BACKEND_MAX; b++)
+                if (streq(json_object_get_string(backend), actuator_backend_to_string(b)))
+                        c.backend = b;
+        c.v2 = json_object_get_boolean(v2);
+        if (c.backend < 0 || !dir_is_sane(json_object_get_string(dir)) ||
+            (c.backend != ACTUATOR_BACKEND_THREADS && !text) ||
+            (c.backend == ACTUATOR_BACKEND_SYSTEMD && !unit) ||
+            (text && cpuset_parse(json_object_get_string(text), &check) < 0)) {
+                *ok = false;
+                return 0;
+        }
+        if ((r = dup_string(name, &c.name)) < 0 || (r = dup_string(dir, &c.dir)) < 0 ||
+            (r = dup_string(unit, &c.unit)) < 0 || (r = dup_string(text, &c.original_text)) < 0 ||
+            (r = get_cpuset(o, "original", false, false, &c.original, ok)) < 0 ||
+            (r = get_cpuset(o, "window", true, true, &c.window, ok)) < 0) {
+                act_cgroup_done(&c);
+                return r;
+        }
+        if (!*ok) {
+                act_cgroup_done(&c);
+                return 0;
+        }
+        *ret = c;
+        return 0;
+}
+
+int actuator_state_load(Actuator *a, const char *path) {
+        _cleanup_(json_object_putp) json_object *root = NULL;
+        _cleanup_(freep) char *text = NULL;
+        _cleanup_(closep) int fd = -EBADF;
+        enum json_tokener_error jerr;
+        json_object *threads, *cgroups, *version;
+        bool ok = true;
+        int r;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        r = read_full_fd(fd, &text, NULL);
+        if (r < 0)
+                return r;
+        root = json_tokener_parse_verbose(text, &jerr);
+        if (!root)
+                return log_parse_error(path, 0, "not JSON: %s", json_tokener_error_desc(jerr));
+        if (!json_object_is_type(root, json_type_object))
+                return log_parse_error(path, 0, "not a JSON object");
+        version = get(root, "version", json_type_int, false, &ok);
+        threads = get(root, "threads", json_type_array, false, &ok);
+        cgroups = get(root, "cgroups", json_type_array, false, &ok);
+        if (!ok)
+                return log_parse_error(path, 0, "\"version\", \"threads\" and \"cgroups\" are required");
+        if (json_object_get_int(version) != STATE_VERSION)
+                return log_parse_error(path, 0, "version %d, expected %d", json_object_get_int(version),
+                                       STATE_VERSION);
+
+        /* All or nothing: a state file half understood is not acted on. */
+        size_t nt = json_object_array_length(threads), nc = json_object_array_length(cgroups);
+        for (size_t i = 0; i < nt; i++) {
+                ActThread t = {};
+                r = load_thread(json_object_array_get_idx(threads, i), &t, &ok);
+                if (r < 0)
+                        return r;
+                if (!ok)
+                        return log_parse_error(path, 0, "threads[%zu]: missing or invalid field", i);
+                if (actuator_find_thread(a, t.tid)) {
+                        act_thread_done(&t);
+                        return log_parse_error(path, 0, "threads[%zu]: tid %d twice", i, (int) t.tid);
+                }
+                r = actuator_add_thread(a, &t);
+                if (r < 0) {
+                        act_thread_done(&t);
+                        return r;
+                }
+        }
+        for (size_t i = 0; i < nc; i++) {
+                ActCgroup c = {};
+                r = load_cgroup(json_object_array_get_idx(cgroups, i), &c, &ok);
+                if (r < 0)
+                        return r;
+                if (!ok)
+                        return log_parse_error(path, 0, "cgroups[%zu]: missing or invalid field", i);
+                if (actuator_find_owned(a, c.name)) {
+                        act_cgroup_done(&c);
+                        return log_parse_error(path, 0, "cgroups[%zu]: %s twice", i, c.name);
+                }
+                r = actuator_add_owned(a, &c);
+                if (r < 0) {
+                        act_cgroup_done(&c);
+                        return r;
+                }
+        }
+        a->dirty = false;
+        return 0;
+}
+
+int actuator_restore_predecessor(const RootDir *root, const char *state_path, sd_bus *bus) {
+        _cleanup_(actuator_freep) Actuator *a = NULL;
+        _cleanup_(freep) char *bad = NULL;
+        int r;
+
+        if (!root || !state_path)
+                return -EINVAL;
+        /* No state path of its own: the file is removed below, once. */
+        r = actuator_new(root, NULL, bus, &a);
+        if (r < 0)
+                return r;
+        r = actuator_state_load(a, state_path);
+        if (r == -ENOENT)
+                return 0;
+        if (r == -EBADMSG) {
+                if (asprintf(&bad, "%s.bad", state_path) < 0)
+                        return -ENOMEM;
+                if (rename(state_path, bad) < 0)
+                        log_warning_errno(errno, "Cannot rename %s to %s", state_path, bad);
+                log_struct(LOG_ERR, STEERD_MESSAGE_RESTORE,
+                           "%s is malformed (see above): nothing of it was restored; kept as %s", state_path,
+                           bad);
+                return -EBADMSG;
+        }
+        if (r < 0)
+                return log_error_errno(r, "Cannot read %s", state_path);
+
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_RESTORE,
+                   "%s: a previous steerd left %zu threads and %zu cgroups changed; giving them back",
+                   state_path, a->n_threads, a->n_owned);
+        r = actuator_release_all(a);
+        if (unlink(state_path) < 0 && errno != ENOENT)
+                log_warning_errno(errno, "Cannot remove %s", state_path);
+        return r;
+}

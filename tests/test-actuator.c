@@ -1,0 +1,1227 @@
+/* SPDX-License-Identifier: MIT */
+/* The actuator: backend choice, cpuset writes, ownership, the state file and
+ * restore. Part 1 runs anywhere on fixture roots; part 2 needs root and the
+ * v1 cpuset hierarchy, and steers real threads of this process. */
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "test-helpers.h"
+
+#include "actuator-internal.h"
+#include "actuator.h"
+#include "plan.h"
+#include "proc-thread.h"
+#include "snapshot.h"
+
+/* ---- helpers ---- */
+
+static CpuSet set_of(const char *list) {
+        CpuSet s = NULL;
+        assert_int_equal(cpuset_parse(list, &s), 0);
+        return s;
+}
+
+static Snapshot *snap_new(const char *online) {
+        Snapshot *s = calloc(1, sizeof(Snapshot));
+        _cleanup_cpuset_ CpuSet on = set_of(online);
+        int cpu;
+
+        assert_non_null(s);
+        s->cpus = calloc((size_t) hwloc_bitmap_weight(on) + 1, sizeof(CpuSample));
+        assert_non_null(s->cpus);
+        hwloc_bitmap_foreach_begin(cpu, on) {
+                s->cpus[s->n_cpus++] =
+                        (CpuSample){.cpu = (unsigned) cpu, .llc = 0, .core = cpu, .online = true};
+        }
+        hwloc_bitmap_foreach_end();
+        return s;
+}
+
+static CgroupSample *snap_add_cgroup(Snapshot *s, const char *path, const char *cpus) {
+        CgroupSample *n = reallocarray(s->cgroups, s->n_cgroups + 1, sizeof(CgroupSample));
+        assert_non_null(n);
+        s->cgroups = n;
+        CgroupSample *c = &s->cgroups[s->n_cgroups++];
+        *c = (CgroupSample){.path = strdup(path), .cpus = set_of(cpus), .allowed = set_of(cpus)};
+        assert_non_null(c->path);
+        return c;
+}
+
+static void snap_add_thread(CgroupSample *c, pid_t tid, uint64_t starttime, hwloc_const_bitmap_t allowed) {
+        ThreadSample *n = reallocarray(c->threads, c->n_threads + 1, sizeof(ThreadSample));
+        assert_non_null(n);
+        c->threads = n;
+        c->threads[c->n_threads++] =
+                (ThreadSample){.tid = tid, .starttime = starttime, .allowed = hwloc_bitmap_dup(allowed)};
+}
+
+static Plan *plan_one(ActionKind kind, const char *cgroup, pid_t tid, uint64_t starttime, const char *cpus) {
+        Plan *p = NULL;
+        _cleanup_cpuset_ CpuSet s = set_of(cpus);
+        assert_int_equal(plan_new(&p), 0);
+        assert_int_equal(plan_add(p, kind, ACTION_POLICY_WINDOW, cgroup, tid, starttime, s, "test"), 0);
+        return p;
+}
+
+static void apply_one(Actuator *a, const Snapshot *snap, ActionKind kind, const char *cgroup, pid_t tid,
+                      uint64_t starttime, const char *cpus, ActuatorReport *ret) {
+        _cleanup_plan_ Plan *p = plan_one(kind, cgroup, tid, starttime, cpus);
+        assert_int_equal(actuator_apply(a, snap, p, ret), 0);
+}
+
+static char *read_fixture(const char *dir, const char *path) {
+        char *full = NULL, *text = NULL;
+        int fd;
+        assert_true(asprintf(&full, "%s%s", dir, path) > 0);
+        fd = open(full, O_RDONLY | O_CLOEXEC);
+        free(full);
+        assert_true(fd >= 0);
+        assert_int_equal(read_full_fd(fd, &text, NULL), 0);
+        close(fd);
+        size_t n = strlen(text);
+        while (n > 0 && text[n - 1] == '\n')
+                text[--n] = '\0';
+        return text;
+}
+
+static void assert_file(const char *dir, const char *path, const char *want) {
+        char *got = read_fixture(dir, path);
+        if (!streq(got, want))
+                fail_msg("%s: '%s', expected '%s'", path, got, want);
+        free(got);
+}
+
+static bool exists(const char *path) {
+        return access(path, F_OK) == 0;
+}
+
+/* ---- part 1: fixture roots ---- */
+
+#define V1 "/sys/fs/cgroup/cpuset"
+#define V2 "/sys/fs/cgroup/unified"
+
+typedef struct Fixture {
+        char *dir;
+        RootDir *root;
+        char *state;
+} Fixture;
+
+static int fixture_setup(void **state) {
+        Fixture *f = calloc(1, sizeof(Fixture));
+        assert_non_null(f);
+        f->dir = test_mkdtemp();
+        /* The v1 cpuset hierarchy: its root group and bench1. */
+        test_write_file(f->dir, V1 "/cpuset.cpus", "0-3\n");
+        test_write_file(f->dir, V1 "/cpuset.effective_cpus", "0-3\n");
+        test_write_file(f->dir, V1 "/bench1/cpuset.cpus", "0-3\n");
+        test_write_file(f->dir, V1 "/bench1/cpuset.effective_cpus", "0-3\n");
+        test_write_file(f->dir, V1 "/bench1/tasks", "");
+        /* cgroup2 with the cpuset controller. */
+        test_write_file(f->dir, V2 "/cpuset.cpus.effective", "0-3\n");
+        test_write_file(f->dir, V2 "/app/cgroup.controllers", "cpu cpuset memory\n");
+        test_write_file(f->dir, V2 "/app/cpuset.cpus", "\n");
+        test_write_file(f->dir, V2 "/app/cpuset.cpus.effective", "0-3\n");
+        test_write_file(f->dir, V2 "/app/cpuset.cpus.partition", "member\n");
+        test_write_file(f->dir, V2 "/plain/cgroup.controllers", "cpu memory\n");
+        test_write_file(f->dir, V2 "/part/cgroup.controllers", "cpuset\n");
+        test_write_file(f->dir, V2 "/part/cpuset.cpus", "2-3\n");
+        test_write_file(f->dir, V2 "/part/cpuset.cpus.effective", "2-3\n");
+        test_write_file(f->dir, V2 "/part/cpuset.cpus.partition", "root\n");
+        test_write_file(f->dir, V2 "/iso/cgroup.controllers", "cpuset\n");
+        test_write_file(f->dir, V2 "/iso/cpuset.cpus", "3\n");
+        test_write_file(f->dir, V2 "/iso/cpuset.cpus.partition",
+                        "isolated invalid (Cpu list is not exclusive)\n");
+        test_write_file(f->dir, V2 "/system.slice/cpuset.cpus.effective", "0-3\n");
+        test_write_file(f->dir, V2 "/system.slice/app.service/cgroup.controllers", "cpuset\n");
+        test_write_file(f->dir, V2 "/system.slice/app.service/cpuset.cpus", "\n");
+        test_write_file(f->dir, V2 "/system.slice/app.service/cpuset.cpus.effective", "0-3\n");
+        assert_int_equal(rootdir_open(f->dir, &f->root), 0);
+        assert_true(asprintf(&f->state, "%s/run-state.json", f->dir) > 0);
+        *state = f;
+        return 0;
+}
+
+static int fixture_teardown(void **state) {
+        Fixture *f = *state;
+        rootdir_free(f->root);
+        test_rm_rf(f->dir);
+        free(f->dir);
+        free(f->state);
+        free(f);
+        return 0;
+}
+
+static const char *const fx_names[] = {"/bench1", "/app", "/plain", "/part"};
+static const CgroupLocation fx_locs[] = {
+        {.dir = (char *) V1 "/bench1", .v2 = false},
+        {.dir = (char *) V2 "/app", .v2 = true},
+        {.dir = (char *) V2 "/plain", .v2 = true},
+        {.dir = (char *) V2 "/part", .v2 = true},
+};
+
+static Actuator *fixture_actuator(Fixture *f, bool with_state) {
+        Actuator *a = NULL;
+        assert_int_equal(actuator_new(f->root, with_state ? f->state : NULL, NULL, &a), 0);
+        assert_int_equal(actuator_set_cgroups(a, fx_names, fx_locs, ELEMENTSOF(fx_names)), 0);
+        return a;
+}
+
+static Snapshot *fixture_snapshot(void) {
+        Snapshot *s = snap_new("0-3");
+        snap_add_cgroup(s, "/bench1", "0-3");
+        snap_add_cgroup(s, "/app", "0-3");
+        snap_add_cgroup(s, "/plain", "0-3");
+        snap_add_cgroup(s, "/part", "2-3");
+        return s;
+}
+
+static void test_backend_choice(void **state) {
+        Fixture *f = *state;
+        _cleanup_(actuator_freep) Actuator *a = fixture_actuator(f, false);
+        static const struct {
+                const char *dir;
+                bool v2;
+                int r;
+                ActuatorBackend b;
+        } cases[] = {
+                {V1 "/bench1", false, 0, ACTUATOR_BACKEND_CPUSET},
+                {V2 "/app", true, 0, ACTUATOR_BACKEND_CPUSET},
+                {V2 "/plain", true, 0, ACTUATOR_BACKEND_THREADS},
+                {V2 "/part", true, -EPERM, 0},
+                {V2 "/iso", true, -EPERM, 0},
+                /* The hierarchy's root group: no parent to stay within. */
+                {V1, false, 0, ACTUATOR_BACKEND_THREADS},
+                /* A unit's cgroup, but not the host's systemd: its cpuset. */
+                {V2 "/system.slice/app.service", true, 0, ACTUATOR_BACKEND_CPUSET},
+                {V1 "/nonexistent", false, -ENOENT, 0},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                CgroupLocation loc = {.dir = (char *) cases[i].dir, .v2 = cases[i].v2};
+                ActuatorBackend b = _ACTUATOR_BACKEND_INVALID;
+                int r = actuator_choose_backend(a, &loc, &b);
+                if (r != cases[i].r)
+                        fail_msg("%s: %d, expected %d", cases[i].dir, r, cases[i].r);
+                if (r == 0 && b != cases[i].b)
+                        fail_msg("%s: backend %s, expected %s", cases[i].dir, actuator_backend_to_string(b),
+                                 actuator_backend_to_string(cases[i].b));
+        }
+        assert_string_equal(actuator_backend_to_string(ACTUATOR_BACKEND_SYSTEMD), "systemd");
+        assert_null(actuator_backend_to_string(_ACTUATOR_BACKEND_MAX));
+}
+
+static void test_cpuset_v1_write_and_release(void **state) {
+        Fixture *f = *state;
+        _cleanup_(actuator_freep) Actuator *a = fixture_actuator(f, true);
+        _cleanup_(snapshot_freep) Snapshot *snap = fixture_snapshot();
+        ActuatorReport rep = {};
+        size_t nt, nc;
+        char *s = NULL;
+
+        /* Within the parent's effective CPUs: 4-5 are not there. */
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/bench1", 0, 0, "1-5", &rep);
+        assert_int_equal(rep.applied, 1);
+        assert_int_equal(rep.failed, 0);
+        actuator_report_done(&rep);
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "1-3");
+        actuator_counts(a, &nt, &nc);
+        assert_int_equal(nt, 0);
+        assert_int_equal(nc, 1);
+        /* The sampler's "allowed" stays what the cgroup had. */
+        assert_non_null(actuator_cgroup_original(a, "/bench1"));
+        assert_int_equal(cpuset_format(actuator_cgroup_original(a, "/bench1"), &s), 0);
+        assert_string_equal(s, "0-3");
+        free(s);
+        assert_null(actuator_cgroup_original(a, "/app"));
+
+        /* The state file while owning: 0600. */
+        struct stat st;
+        assert_int_equal(stat(f->state, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0600);
+
+        /* A narrower restore (a layer below) is a new window, not a give-back. */
+        apply_one(a, snap, ACTION_RESTORE, "/bench1", 0, 0, "1-2", &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "1-2");
+
+        /* A restore covering the original gives it back exactly. */
+        apply_one(a, snap, ACTION_RESTORE, "/bench1", 0, 0, "0-3", &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "0-3");
+        actuator_counts(a, &nt, &nc);
+        assert_int_equal(nc, 0);
+        assert_false(exists(f->state)); /* nothing owned: no state file */
+
+        /* Opt-out gives back too. */
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/bench1", 0, 0, "2", &rep);
+        actuator_report_done(&rep);
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "2");
+        assert_true(exists(f->state));
+        assert_int_equal(actuator_release_cgroup(a, "/bench1"), 0);
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "0-3");
+        assert_false(exists(f->state));
+
+        /* Not opted in: refused, nothing written. */
+        test_write_file(f->dir, V1 "/other/cpuset.cpus", "0-3\n");
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/other", 0, 0, "1", &rep);
+        assert_int_equal(rep.failed, 1);
+        assert_int_equal(rep.applied, 0);
+        actuator_report_done(&rep);
+        assert_file(f->dir, V1 "/other/cpuset.cpus", "0-3");
+}
+
+static void test_cpuset_v2_inherit(void **state) {
+        Fixture *f = *state;
+        _cleanup_(actuator_freep) Actuator *a = fixture_actuator(f, true);
+        _cleanup_(snapshot_freep) Snapshot *snap = fixture_snapshot();
+        ActuatorReport rep = {};
+        char *s = NULL;
+
+        test_write_file(f->dir, V2 "/cpuset.cpus.effective", "0-2\n");
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/app", 0, 0, "2-3", &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        assert_file(f->dir, V2 "/app/cpuset.cpus", "2");
+        /* "" was "inherit": what it had is its effective CPUs. */
+        assert_int_equal(cpuset_format(actuator_cgroup_original(a, "/app"), &s), 0);
+        assert_string_equal(s, "0-3");
+        free(s);
+
+        assert_int_equal(actuator_release_all(a), 0);
+        assert_file(f->dir, V2 "/app/cpuset.cpus", "");
+        assert_false(exists(f->state));
+
+        /* Nothing of the action is within the parent: dropped, not written. */
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/app", 0, 0, "3", &rep);
+        assert_int_equal(rep.applied, 0);
+        assert_int_equal(rep.failed, 1);
+        actuator_report_done(&rep);
+        assert_file(f->dir, V2 "/app/cpuset.cpus", "");
+}
+
+static void test_partition_unmanaged(void **state) {
+        Fixture *f = *state;
+        _cleanup_(actuator_freep) Actuator *a = fixture_actuator(f, false);
+        _cleanup_(snapshot_freep) Snapshot *snap = fixture_snapshot();
+        ActuatorReport rep = {};
+
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/part", 0, 0, "2", &rep);
+        assert_int_equal(rep.applied, 0);
+        assert_int_equal(rep.failed, 1);
+        assert_int_equal(rep.n_let_go, 1);
+        assert_string_equal(rep.let_go[0].cgroup, "/part");
+        assert_int_equal(rep.let_go[0].tid, 0);
+        actuator_report_done(&rep);
+        assert_file(f->dir, V2 "/part/cpuset.cpus", "2-3");
+
+        /* Refused from now on, reported once. */
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/part", 0, 0, "3", &rep);
+        assert_int_equal(rep.failed, 1);
+        assert_int_equal(rep.n_let_go, 0);
+        actuator_report_done(&rep);
+        assert_file(f->dir, V2 "/part/cpuset.cpus", "2-3");
+}
+
+static void test_ownership_cgroup_fixture(void **state) {
+        Fixture *f = *state;
+        _cleanup_(actuator_freep) Actuator *a = fixture_actuator(f, true);
+        _cleanup_(snapshot_freep) Snapshot *snap = fixture_snapshot();
+        ActuatorReport rep = {};
+        size_t nt, nc;
+
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/bench1", 0, 0, "1", &rep);
+        actuator_report_done(&rep);
+        assert_int_equal(actuator_check_ownership(a, snap, &rep), 0);
+        assert_int_equal(rep.n_let_go, 0);
+        actuator_report_done(&rep);
+
+        /* An operator writes the cgroup's CPUs: theirs now. */
+        test_write_file(f->dir, V1 "/bench1/cpuset.cpus", "0,2\n");
+        assert_int_equal(actuator_check_ownership(a, snap, &rep), 0);
+        assert_int_equal(rep.n_let_go, 1);
+        assert_string_equal(rep.let_go[0].cgroup, "/bench1");
+        assert_int_equal(rep.let_go[0].tid, 0);
+        actuator_report_done(&rep);
+        actuator_counts(a, &nt, &nc);
+        assert_int_equal(nc, 0);
+        assert_false(exists(f->state));
+
+        /* Hands off until opted in afresh; release gives nothing back. */
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/bench1", 0, 0, "3", &rep);
+        assert_int_equal(rep.failed, 1);
+        actuator_report_done(&rep);
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "0,2");
+        assert_int_equal(actuator_release_cgroup(a, "/bench1"), 0);
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "0,2");
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/bench1", 0, 0, "2", &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "2");
+        assert_int_equal(actuator_release_all(a), 0);
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "0,2");
+}
+
+static void test_state_round_trip(void **state) {
+        Fixture *f = *state;
+        Actuator *a = fixture_actuator(f, true);
+        _cleanup_(snapshot_freep) Snapshot *snap = fixture_snapshot();
+        ActuatorReport rep = {};
+
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/bench1", 0, 0, "1", &rep);
+        actuator_report_done(&rep);
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/app", 0, 0, "2", &rep);
+        actuator_report_done(&rep);
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "1");
+        assert_file(f->dir, V2 "/app/cpuset.cpus", "2");
+
+        /* A crash: nothing given back, the state file stays. */
+        actuator_free(a);
+        assert_true(exists(f->state));
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "1");
+
+        assert_int_equal(actuator_restore_predecessor(f->root, f->state, NULL), 0);
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "0-3");
+        assert_file(f->dir, V2 "/app/cpuset.cpus", "");
+        assert_false(exists(f->state));
+        /* No file: nothing to do. */
+        assert_int_equal(actuator_restore_predecessor(f->root, f->state, NULL), 0);
+
+        /* Changed by someone else after the crash: left alone. */
+        a = fixture_actuator(f, true);
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/bench1", 0, 0, "1", &rep);
+        actuator_report_done(&rep);
+        actuator_free(a);
+        test_write_file(f->dir, V1 "/bench1/cpuset.cpus", "3\n");
+        assert_int_equal(actuator_restore_predecessor(f->root, f->state, NULL), 0);
+        assert_file(f->dir, V1 "/bench1/cpuset.cpus", "3");
+        assert_false(exists(f->state));
+}
+
+static void test_state_malformed(void **state) {
+        Fixture *f = *state;
+        char *bad = NULL;
+        static const char *const files[] = {
+                "{ this is not json",
+                "[]",
+                "{\"version\": 2, \"threads\": [], \"cgroups\": []}",
+                /* A good cgroup entry, then a bad thread: nothing is touched. */
+                "{\"version\": 1, \"cgroups\": [{\"name\": \"/bench1\", \"dir\": \"" V1
+                "/bench1\", \"v2\": false,"
+                " \"backend\": \"cpuset\", \"unit\": null, \"original_text\": \"0\", \"original\": \"0\","
+                " \"window\": \"0-3\"}], \"threads\": [{\"tid\": \"12\", \"starttime\": 1, \"cgroup\": "
+                "\"/bench1\","
+                " \"original\": \"0\", \"original_full\": false, \"request\": null, \"last_set\": \"0\"}]}",
+                "{\"version\": 1, \"threads\": [], \"cgroups\": [{\"name\": \"/x\", \"dir\": "
+                "\"/sys/../etc\","
+                " \"v2\": false, \"backend\": \"cpuset\", \"unit\": null, \"original_text\": \"0\","
+                " \"original\": \"0\", \"window\": \"1\"}]}",
+                "{\"version\": 1, \"threads\": [], \"cgroups\": [{\"name\": \"/bench1\", \"dir\": \"" V1
+                "/bench1\","
+                " \"v2\": false, \"backend\": \"nope\", \"unit\": null, \"original_text\": \"0\","
+                " \"original\": \"0\", \"window\": \"1\"}]}",
+        };
+
+        assert_true(asprintf(&bad, "%s.bad", f->state) > 0);
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                FILE *fp = fopen(f->state, "we");
+                assert_non_null(fp);
+                fputs(files[i], fp);
+                fclose(fp);
+                (void) unlink(bad);
+                if (actuator_restore_predecessor(f->root, f->state, NULL) != -EBADMSG)
+                        fail_msg("state file %zu was accepted: %s", i, files[i]);
+                assert_false(exists(f->state));
+                assert_true(exists(bad));
+                assert_file(f->dir, V1 "/bench1/cpuset.cpus", "0-3");
+        }
+        free(bad);
+}
+
+static void test_fixture_threads_untouched(void **state) {
+        Fixture *f = *state;
+        _cleanup_(actuator_freep) Actuator *a = fixture_actuator(f, false);
+        _cleanup_(snapshot_freep) Snapshot *snap = fixture_snapshot();
+        _cleanup_cpuset_ CpuSet all = set_of("0-3");
+        ActuatorReport rep = {};
+        size_t nt, nc;
+
+        /* The fixture's tids are not the host's: never sched_setaffinity(). */
+        snap_add_thread(&snap->cgroups[2], getpid(), 1, all);
+        apply_one(a, snap, ACTION_SET_THREAD_CPUS, "/plain", getpid(), 1, "1", &rep);
+        assert_int_equal(rep.applied, 0);
+        assert_int_equal(rep.failed, 1);
+        actuator_report_done(&rep);
+        apply_one(a, snap, ACTION_SET_CGROUP_CPUS, "/plain", 0, 0, "1", &rep);
+        assert_int_equal(rep.applied, 0);
+        assert_int_equal(rep.failed, 1);
+        actuator_report_done(&rep);
+        actuator_counts(a, &nt, &nc);
+        assert_int_equal(nt + nc, 0);
+}
+
+static void test_systemd_helpers(void **state) {
+        static const struct {
+                const char *path, *unit;
+        } names[] = {
+                {"/system.slice/app.service", "app.service"},
+                {"/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope", "session-2.scope"},
+                {"/system.slice", "system.slice"},
+                {"/system.slice/getty@tty1.service", "getty@tty1.service"},
+                {"/bench1", NULL},
+                {"/system.slice/app.service/worker", NULL},
+                {"/system.slice/.service", NULL},
+                {"/system.slice/getty@.service", NULL},
+                {"/system.slice/a b.service", NULL},
+                {"/system.slice/", NULL},
+                {"/app.socket", NULL},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                char *u = NULL;
+                int r = systemd_unit_from_cgroup(names[i].path, &u);
+                if (names[i].unit) {
+                        if (r != 0)
+                                fail_msg("%s: %d", names[i].path, r);
+                        assert_string_equal(u, names[i].unit);
+                } else if (r != -EINVAL)
+                        fail_msg("%s was taken for a unit (%s)", names[i].path, u);
+                free(u);
+        }
+
+        static const struct {
+                const char *cpus;
+                size_t n;
+                uint8_t bytes[8];
+        } masks[] = {
+                {"", 0, {0}},           {"0", 1, {0x01}}, {"0-3,8", 2, {0x0f, 0x01}},
+                {"9", 2, {0x00, 0x02}}, {"7", 1, {0x80}}, {"63", 8, {0, 0, 0, 0, 0, 0, 0, 0x80}},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(masks); i++) {
+                _cleanup_cpuset_ CpuSet s = set_of(masks[i].cpus), back = NULL;
+                uint8_t *b = NULL;
+                size_t n = 99;
+                assert_int_equal(cpuset_to_unit_bitmask(s, &b, &n), 0);
+                assert_int_equal(n, masks[i].n);
+                if (n > 0)
+                        assert_memory_equal(b, masks[i].bytes, n);
+                assert_int_equal(cpuset_from_unit_bitmask(b, n, &back), 0);
+                assert_true(hwloc_bitmap_isequal(s, back));
+                free(b);
+        }
+        /* Sparse and large ids survive the round trip. */
+        _cleanup_cpuset_ CpuSet sparse = set_of("1,100,1000-1002"), back = NULL;
+        uint8_t *b = NULL;
+        size_t n;
+        assert_int_equal(cpuset_to_unit_bitmask(sparse, &b, &n), 0);
+        assert_int_equal(n, 126);
+        assert_int_equal(b[125], 0x07 << 0 | 0);
+        assert_int_equal(cpuset_from_unit_bitmask(b, n, &back), 0);
+        assert_true(hwloc_bitmap_isequal(sparse, back));
+        free(b);
+
+        /* Never on a fixture root, never without a bus, never on v1. */
+        assert_false(systemd_backend_eligible(false, NULL, V2 "/system.slice/app.service", true));
+        assert_false(systemd_backend_eligible(true, NULL, V2 "/system.slice/app.service", true));
+}
+
+/* ---- part 2: real threads in a real v1 cpuset cgroup ---- */
+
+typedef struct Worker {
+        pthread_t th;
+        _Atomic pid_t tid;
+        atomic_bool stop;
+        uint64_t starttime;
+} Worker;
+
+#define N_WORKERS 3
+
+typedef struct Live {
+        RootDir *root;
+        char *name, *dir; /* the v1 cgroup */
+        unsigned c0, c1;  /* two CPUs it has */
+        char both[32], only0[16], only1[16];
+        Worker w[N_WORKERS];
+        char *tmp, *state;
+        char *v2dir; /* test_live_threads_backend's cgroup2 group, while this process is in it */
+        Actuator *a;
+} Live;
+
+static void *worker_main(void *p) {
+        Worker *w = p;
+        atomic_store(&w->tid, (pid_t) syscall(SYS_gettid));
+        while (!atomic_load(&w->stop))
+                usleep(2000);
+        return NULL;
+}
+
+static uint64_t starttime_of(pid_t tid) {
+        char path[80], *text = NULL;
+        ThreadStat st;
+        int fd;
+        snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int) tid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(read_full_fd(fd, &text, NULL), 0);
+        close(fd);
+        assert_int_equal(thread_stat_parse(text, path, &st, NULL), 0);
+        free(text);
+        return st.starttime;
+}
+
+static void worker_start(Worker *w) {
+        *w = (Worker){};
+        assert_int_equal(pthread_create(&w->th, NULL, worker_main, w), 0);
+        while (atomic_load(&w->tid) == 0)
+                usleep(500);
+        w->starttime = starttime_of(w->tid);
+}
+
+static void worker_stop(Worker *w) {
+        if (!w->th)
+                return;
+        atomic_store(&w->stop, true);
+        pthread_join(w->th, NULL);
+        w->th = 0;
+}
+
+static void write_str(const char *path, const char *text) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                fail_msg("open %s: %m", path);
+        if (write(fd, text, strlen(text)) != (ssize_t) strlen(text))
+                fail_msg("write '%s' to %s: %m", text, path);
+        close(fd);
+}
+
+static void cg_write(const char *dir, const char *file, const char *text) {
+        char *p = NULL;
+        assert_true(asprintf(&p, "%s/%s", dir, file) > 0);
+        write_str(p, text);
+        free(p);
+}
+
+static char *cg_read(const char *dir, const char *file) {
+        char *p = NULL, *text = NULL;
+        int fd;
+        assert_true(asprintf(&p, "%s/%s", dir, file) > 0);
+        fd = open(p, O_RDONLY | O_CLOEXEC);
+        free(p);
+        assert_true(fd >= 0);
+        assert_int_equal(read_full_fd(fd, &text, NULL), 0);
+        close(fd);
+        size_t n = strlen(text);
+        while (n > 0 && text[n - 1] == '\n')
+                text[--n] = '\0';
+        return text;
+}
+
+static void assert_cg(const char *dir, const char *file, const char *want) {
+        char *got = cg_read(dir, file);
+        if (!streq(got, want))
+                fail_msg("%s/%s: '%s', expected '%s'", dir, file, got, want);
+        free(got);
+}
+
+static void assert_mask(pid_t tid, const char *want) {
+        _cleanup_cpuset_ CpuSet s = NULL;
+        char *got = NULL;
+        assert_int_equal(act_thread_get_affinity(tid, &s), 0);
+        assert_int_equal(cpuset_format(s, &got), 0);
+        if (!streq(got, want))
+                fail_msg("tid %d: mask '%s', expected '%s'", (int) tid, got, want);
+        free(got);
+}
+
+static void pin(pid_t tid, const char *cpus) {
+        _cleanup_cpuset_ CpuSet s = set_of(cpus);
+        assert_int_equal(act_thread_set_affinity(tid, s), 0);
+}
+
+static void move_to(const char *dir, pid_t tid) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%d\n", (int) tid);
+        cg_write(dir, "tasks", buf);
+}
+
+static const char *live_skip_reason(void) {
+        if (geteuid() != 0)
+                return "not root";
+        if (access(V1 "/cpuset.cpus", F_OK) < 0)
+                return V1 " is absent (no cgroup v1 cpuset hierarchy)";
+        return NULL;
+}
+
+static int live_setup(void **state) {
+        Live *l = calloc(1, sizeof(Live));
+        assert_non_null(l);
+        *state = l;
+        if (live_skip_reason())
+                return 0;
+
+        _cleanup_cpuset_ CpuSet eff = NULL;
+        char *text = cg_read(V1, "cpuset.effective_cpus");
+        assert_int_equal(cpuset_parse(text, &eff), 0);
+        free(text);
+        if (hwloc_bitmap_weight(eff) < 2)
+                return 0; /* skipped in the test: one CPU steers nothing */
+        l->c0 = (unsigned) hwloc_bitmap_first(eff);
+        l->c1 = (unsigned) hwloc_bitmap_next(eff, (int) l->c0);
+        snprintf(l->only0, sizeof(l->only0), "%u", l->c0);
+        snprintf(l->only1, sizeof(l->only1), "%u", l->c1);
+        if (l->c1 == l->c0 + 1)
+                snprintf(l->both, sizeof(l->both), "%u-%u", l->c0, l->c1);
+        else
+                snprintf(l->both, sizeof(l->both), "%u,%u", l->c0, l->c1);
+
+        assert_int_equal(rootdir_open("/", &l->root), 0);
+        assert_true(asprintf(&l->name, "/steerd-test-act-%d", (int) getpid()) > 0);
+        assert_true(asprintf(&l->dir, V1 "%s", l->name) > 0);
+        if (mkdir(l->dir, 0755) < 0 && errno != EEXIST)
+                fail_msg("mkdir %s: %m", l->dir);
+        cg_write(l->dir, "cpuset.cpus", l->both);
+        text = cg_read(V1, "cpuset.effective_mems");
+        cg_write(l->dir, "cpuset.mems", text);
+        free(text);
+
+        for (size_t i = 0; i < N_WORKERS; i++) {
+                worker_start(&l->w[i]);
+                /* No affinity of their own, whatever this test runs under. */
+                assert_int_equal(act_thread_set_affinity_all(l->w[i].tid, 1024), 0);
+                move_to(l->dir, l->w[i].tid);
+                assert_mask(l->w[i].tid, l->both);
+        }
+        l->tmp = test_mkdtemp();
+        assert_true(asprintf(&l->state, "%s/state.json", l->tmp) > 0);
+        assert_int_equal(actuator_new(l->root, l->state, NULL, &l->a), 0);
+        const char *names[] = {l->name};
+        CgroupLocation locs[] = {{.dir = l->dir, .v2 = false}};
+        assert_int_equal(actuator_set_cgroups(l->a, names, locs, 1), 0);
+        return 0;
+}
+
+static void rmdir_retry(const char *dir) {
+        for (int i = 0; i < 100; i++) {
+                if (rmdir(dir) == 0 || errno == ENOENT)
+                        return;
+                usleep(10000);
+        }
+        fprintf(stderr, "could not remove %s: %m\n", dir);
+}
+
+static int live_teardown(void **state) {
+        Live *l = *state;
+        if (l->a) {
+                (void) actuator_release_all(l->a);
+                actuator_free(l->a);
+        }
+        for (size_t i = 0; i < N_WORKERS; i++)
+                worker_stop(&l->w[i]);
+        if (l->v2dir) {
+                char buf[32];
+                snprintf(buf, sizeof(buf), "%d\n", (int) getpid());
+                cg_write(V2, "cgroup.procs", buf);
+                rmdir_retry(l->v2dir);
+                free(l->v2dir);
+        }
+        if (l->dir)
+                rmdir_retry(l->dir);
+        if (l->tmp)
+                test_rm_rf(l->tmp);
+        rootdir_free(l->root);
+        free(l->name);
+        free(l->dir);
+        free(l->tmp);
+        free(l->state);
+        free(l);
+        return 0;
+}
+
+#define LIVE_OR_SKIP(l)                                                                                     \
+        do {                                                                                                \
+                const char *_why = live_skip_reason();                                                      \
+                if (!_why && !(l)->root)                                                                    \
+                        _why = "fewer than two CPUs in the cpuset hierarchy";                               \
+                if (_why) {                                                                                 \
+                        print_message("skipped: %s\n", _why);                                               \
+                        skip();                                                                             \
+                }                                                                                           \
+        } while (0)
+
+/* A snapshot as the sampler would take it now, of the given workers. */
+static Snapshot *live_snapshot(const Live *l, const char *name, const char *dir, const Worker *const *ws,
+                               size_t n) {
+        _cleanup_cpuset_ CpuSet on = NULL;
+        char *online = NULL, *eff = NULL;
+
+        assert_int_equal(act_read_online_cpus(l->root, &on), 0);
+        assert_int_equal(cpuset_format(on, &online), 0);
+        Snapshot *s = snap_new(online);
+        free(online);
+        if (strstr(dir, V1))
+                eff = cg_read(dir, "cpuset.effective_cpus");
+        CgroupSample *c = snap_add_cgroup(s, name, eff ?: l->both);
+        free(eff);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_cpuset_ CpuSet m = NULL;
+                if (act_thread_get_affinity(ws[i]->tid, &m) < 0)
+                        m = hwloc_bitmap_dup(c->cpus); /* exited: as it was sampled */
+                snap_add_thread(c, ws[i]->tid, ws[i]->starttime, m);
+        }
+        return s;
+}
+
+static Snapshot *live_snap_all(const Live *l) {
+        const Worker *ws[N_WORKERS];
+        for (size_t i = 0; i < N_WORKERS; i++)
+                ws[i] = &l->w[i];
+        return live_snapshot(l, l->name, l->dir, ws, N_WORKERS);
+}
+
+static void test_live_thread_set_restore(void **state) {
+        Live *l = *state;
+        LIVE_OR_SKIP(l);
+        ActuatorReport rep = {};
+        pid_t t0 = l->w[0].tid, t1 = l->w[1].tid;
+        size_t nt, nc;
+
+        /* w1 came with a mask of its own, narrower than its cgroup. */
+        pin(t1, l->only0);
+        _cleanup_(snapshot_freep) Snapshot *snap = live_snap_all(l);
+
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t0, l->w[0].starttime, l->only1, &rep);
+        assert_int_equal(rep.applied, 1);
+        assert_int_equal(rep.failed + rep.vanished, 0);
+        actuator_report_done(&rep);
+        assert_mask(t0, l->only1);
+        actuator_counts(l->a, &nt, &nc);
+        assert_int_equal(nt, 1);
+        assert_int_equal(nc, 0);
+        struct stat st;
+        assert_int_equal(stat(l->state, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0600);
+
+        /* The engine's restore: the original within the cgroup. */
+        apply_one(l->a, snap, ACTION_RESTORE, l->name, t0, l->w[0].starttime, l->both, &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        assert_mask(t0, l->both);
+        actuator_counts(l->a, &nt, NULL);
+        assert_int_equal(nt, 0);
+        assert_false(exists(l->state));
+
+        /* A thread with its own mask gets exactly that back. */
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t1, l->w[1].starttime, l->both, &rep);
+        actuator_report_done(&rep);
+        assert_mask(t1, l->both);
+        apply_one(l->a, snap, ACTION_RESTORE, l->name, t1, l->w[1].starttime, l->only0, &rep);
+        actuator_report_done(&rep);
+        assert_mask(t1, l->only0);
+
+        /* And on release. */
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t1, l->w[1].starttime, l->only1, &rep);
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t0, l->w[0].starttime, l->only0, &rep);
+        actuator_report_done(&rep);
+        assert_mask(t1, l->only1);
+        assert_mask(t0, l->only0);
+        assert_int_equal(actuator_release_all(l->a), 0);
+        assert_mask(t1, l->only0);
+        assert_mask(t0, l->both);
+        assert_false(exists(l->state));
+
+        /* A thread the plan names with another identity is not touched. */
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t0, l->w[0].starttime + 1, l->only1, &rep);
+        assert_int_equal(rep.applied, 0);
+        assert_int_equal(rep.vanished, 1);
+        actuator_report_done(&rep);
+        assert_mask(t0, l->both);
+}
+
+static void test_live_cpuset_window(void **state) {
+        Live *l = *state;
+        LIVE_OR_SKIP(l);
+        ActuatorReport rep = {};
+        pid_t t0 = l->w[0].tid, t1 = l->w[1].tid, t2 = l->w[2].tid;
+        size_t nt, nc;
+
+        _cleanup_(snapshot_freep) Snapshot *snap = live_snap_all(l);
+        /* A pin inside the window to come survives it. */
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t0, l->w[0].starttime, l->only1, &rep);
+        /* A pin outside it gives way to it, and is kept for the give-back. */
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t2, l->w[2].starttime, l->only0, &rep);
+        actuator_report_done(&rep);
+
+        apply_one(l->a, snap, ACTION_SET_CGROUP_CPUS, l->name, 0, 0, l->only1, &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        assert_cg(l->dir, "cpuset.cpus", l->only1);
+        assert_mask(t0, l->only1);
+        assert_mask(t1, l->only1);
+        assert_mask(t2, l->only1);
+        actuator_counts(l->a, &nt, &nc);
+        assert_int_equal(nt, 2);
+        assert_int_equal(nc, 1);
+
+        /* A pin outside the window: invalid (EINVAL), nothing of it is left
+         * within the cgroup, dropped; the thread is not recorded. */
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t1, l->w[1].starttime, l->only0, &rep);
+        assert_int_equal(rep.applied, 0);
+        assert_int_equal(rep.failed, 1);
+        assert_int_equal(rep.vanished, 0);
+        actuator_report_done(&rep);
+        assert_mask(t1, l->only1);
+        actuator_counts(l->a, &nt, NULL);
+        assert_int_equal(nt, 2);
+        /* A thread action without a thread is malformed. */
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, 0, 0, l->only1, &rep);
+        assert_int_equal(rep.failed, 1);
+        actuator_report_done(&rep);
+
+        /* What the kernel did to the threads is not a third party's change. */
+        {
+                _cleanup_(snapshot_freep) Snapshot *now = live_snap_all(l);
+                assert_int_equal(actuator_check_ownership(l->a, now, &rep), 0);
+                assert_int_equal(rep.n_let_go, 0);
+                actuator_report_done(&rep);
+        }
+
+        /* The window goes: the pins are what they were. */
+        apply_one(l->a, snap, ACTION_RESTORE, l->name, 0, 0, l->both, &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        assert_cg(l->dir, "cpuset.cpus", l->both);
+        assert_mask(t0, l->only1);
+        assert_mask(t1, l->both);
+        assert_mask(t2, l->only0);
+        {
+                _cleanup_(snapshot_freep) Snapshot *now = live_snap_all(l);
+                assert_int_equal(actuator_check_ownership(l->a, now, &rep), 0);
+                assert_int_equal(rep.n_let_go, 0);
+                actuator_report_done(&rep);
+        }
+
+        /* Window again, then everything back on release. */
+        apply_one(l->a, snap, ACTION_SET_CGROUP_CPUS, l->name, 0, 0, l->only0, &rep);
+        actuator_report_done(&rep);
+        assert_mask(t0, l->only0);
+        assert_int_equal(actuator_release_all(l->a), 0);
+        assert_cg(l->dir, "cpuset.cpus", l->both);
+        for (size_t i = 0; i < N_WORKERS; i++)
+                assert_mask(l->w[i].tid, l->both);
+        actuator_counts(l->a, &nt, &nc);
+        assert_int_equal(nt + nc, 0);
+        assert_false(exists(l->state));
+}
+
+static void test_live_third_party(void **state) {
+        Live *l = *state;
+        LIVE_OR_SKIP(l);
+        ActuatorReport rep = {};
+        pid_t t0 = l->w[0].tid, t1 = l->w[1].tid;
+        size_t nt, nc;
+
+        _cleanup_(snapshot_freep) Snapshot *snap = live_snap_all(l);
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t0, l->w[0].starttime, l->only1, &rep);
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t1, l->w[1].starttime, l->only1, &rep);
+        actuator_report_done(&rep);
+
+        /* `taskset -p` from outside. */
+        pin(t0, l->only0);
+        {
+                _cleanup_(snapshot_freep) Snapshot *now = live_snap_all(l);
+                assert_int_equal(actuator_check_ownership(l->a, now, &rep), 0);
+        }
+        assert_int_equal(rep.n_let_go, 1);
+        assert_string_equal(rep.let_go[0].cgroup, l->name);
+        assert_int_equal(rep.let_go[0].tid, t0);
+        assert_int_equal(rep.let_go[0].starttime, l->w[0].starttime);
+        actuator_report_done(&rep);
+        actuator_counts(l->a, &nt, &nc);
+        assert_int_equal(nt, 1);
+
+        /* Never touched again, neither by a plan nor by release. */
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t0, l->w[0].starttime, l->only1, &rep);
+        assert_int_equal(rep.applied, 0);
+        assert_int_equal(rep.failed, 1);
+        actuator_report_done(&rep);
+        assert_mask(t0, l->only0);
+
+        /* A third party on the cgroup's CPUs, likewise. */
+        apply_one(l->a, snap, ACTION_SET_CGROUP_CPUS, l->name, 0, 0, l->only1, &rep);
+        actuator_report_done(&rep);
+        cg_write(l->dir, "cpuset.cpus", l->both);
+        {
+                _cleanup_(snapshot_freep) Snapshot *now = live_snap_all(l);
+                assert_int_equal(actuator_check_ownership(l->a, now, &rep), 0);
+        }
+        assert_int_equal(rep.n_let_go, 1);
+        assert_int_equal(rep.let_go[0].tid, 0);
+        actuator_report_done(&rep);
+        apply_one(l->a, snap, ACTION_SET_CGROUP_CPUS, l->name, 0, 0, l->only0, &rep);
+        assert_int_equal(rep.failed, 1);
+        actuator_report_done(&rep);
+        assert_cg(l->dir, "cpuset.cpus", l->both);
+
+        /* Opt-out: w1 back, w0 left as its new owner set it. */
+        assert_int_equal(actuator_release_cgroup(l->a, l->name), 0);
+        assert_mask(t0, l->only0);
+        assert_mask(t1, l->both);
+        /* Opted in afresh: steerd may steer it again. */
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t0, l->w[0].starttime, l->only1, &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        assert_int_equal(actuator_release_all(l->a), 0);
+        assert_mask(t0, l->only0);
+}
+
+static void test_live_crash_restore(void **state) {
+        Live *l = *state;
+        LIVE_OR_SKIP(l);
+        ActuatorReport rep = {};
+        pid_t t0 = l->w[0].tid, t1 = l->w[1].tid, t2 = l->w[2].tid;
+
+        _cleanup_(snapshot_freep) Snapshot *snap = live_snap_all(l);
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t0, l->w[0].starttime, l->only1, &rep);
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t1, l->w[1].starttime, l->only0, &rep);
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, t2, l->w[2].starttime, l->only1, &rep);
+        apply_one(l->a, snap, ACTION_SET_CGROUP_CPUS, l->name, 0, 0, l->only1, &rep);
+        actuator_report_done(&rep);
+        assert_cg(l->dir, "cpuset.cpus", l->only1);
+
+        /* Killed: nothing given back, the state file says what was ours. */
+        actuator_free(l->a);
+        l->a = NULL;
+        assert_true(exists(l->state));
+        assert_mask(t0, l->only1);
+
+        /* w2's entry names another thread now (its starttime differs): the
+         * successor must not touch it. */
+        json_object *j = json_object_from_file(l->state), *threads = NULL;
+        assert_non_null(j);
+        assert_true(json_object_object_get_ex(j, "threads", &threads));
+        for (size_t i = 0; i < json_object_array_length(threads); i++) {
+                json_object *t = json_object_array_get_idx(threads, i), *tid = NULL;
+                assert_true(json_object_object_get_ex(t, "tid", &tid));
+                if (json_object_get_int(tid) == t2)
+                        json_object_object_add(t, "starttime",
+                                               json_object_new_uint64(l->w[2].starttime + 1));
+        }
+        assert_int_equal(json_object_to_file(l->state, j), 0);
+        json_object_put(j);
+
+        assert_int_equal(actuator_restore_predecessor(l->root, l->state, NULL), 0);
+        assert_false(exists(l->state));
+        assert_cg(l->dir, "cpuset.cpus", l->both);
+        assert_mask(t0, l->both);
+        assert_mask(t1, l->both);
+        assert_mask(t2, l->only1); /* not the recorded thread: not touched */
+        pin(t2, l->both);
+}
+
+static void test_live_thread_exits(void **state) {
+        Live *l = *state;
+        LIVE_OR_SKIP(l);
+        ActuatorReport rep = {};
+        Worker gone;
+        size_t nt, nc;
+
+        worker_start(&gone);
+        move_to(l->dir, gone.tid);
+        const Worker *ws[] = {&l->w[0], &gone};
+        _cleanup_(snapshot_freep) Snapshot *snap = live_snapshot(l, l->name, l->dir, ws, 2);
+        worker_stop(&gone);
+
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, gone.tid, gone.starttime, l->only1, &rep);
+        assert_int_equal(rep.applied, 0);
+        assert_int_equal(rep.failed, 0);
+        assert_int_equal(rep.vanished, 1);
+        assert_int_equal(rep.n_let_go, 0);
+        actuator_report_done(&rep);
+        actuator_counts(l->a, &nt, &nc);
+        assert_int_equal(nt + nc, 0);
+
+        /* Owned, then gone: dropped by the check, no error. */
+        worker_start(&gone);
+        move_to(l->dir, gone.tid);
+        snapshot_free(snap);
+        snap = live_snapshot(l, l->name, l->dir, ws, 2);
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, gone.tid, gone.starttime, l->only1, &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        worker_stop(&gone);
+        const Worker *left[] = {&l->w[0]};
+        _cleanup_(snapshot_freep) Snapshot *now = live_snapshot(l, l->name, l->dir, left, 1);
+        assert_int_equal(actuator_check_ownership(l->a, now, &rep), 0);
+        assert_int_equal(rep.n_let_go, 0);
+        actuator_report_done(&rep);
+        actuator_counts(l->a, &nt, &nc);
+        assert_int_equal(nt, 0);
+}
+
+static void test_live_cgroup_removed(void **state) {
+        Live *l = *state;
+        LIVE_OR_SKIP(l);
+        ActuatorReport rep = {};
+        char *name = NULL, *dir = NULL;
+        Worker w;
+        size_t nt, nc;
+
+        assert_true(asprintf(&name, "%s-gone", l->name) > 0);
+        assert_true(asprintf(&dir, V1 "%s", name) > 0);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        cg_write(dir, "cpuset.cpus", l->both);
+        char *mems = cg_read(V1, "cpuset.effective_mems");
+        cg_write(dir, "cpuset.mems", mems);
+        free(mems);
+        worker_start(&w);
+        move_to(dir, w.tid);
+
+        const char *names[] = {l->name, name};
+        CgroupLocation locs[] = {{.dir = l->dir}, {.dir = dir}};
+        assert_int_equal(actuator_set_cgroups(l->a, names, locs, 2), 0);
+        const Worker *ws[] = {&w};
+        _cleanup_(snapshot_freep) Snapshot *snap = live_snapshot(l, name, dir, ws, 1);
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, name, w.tid, w.starttime, l->only1, &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        apply_one(l->a, snap, ACTION_SET_CGROUP_CPUS, name, 0, 0, l->only1, &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        assert_mask(w.tid, l->only1);
+
+        /* The cgroup goes while managed (its thread moved out first). */
+        move_to(V1, w.tid);
+        rmdir_retry(dir);
+        assert_false(exists(dir));
+
+        apply_one(l->a, snap, ACTION_SET_CGROUP_CPUS, name, 0, 0, l->only0, &rep);
+        assert_int_equal(rep.vanished, 1);
+        assert_int_equal(rep.failed, 0);
+        actuator_report_done(&rep);
+        assert_int_equal(actuator_release_cgroup(l->a, name), 0);
+        actuator_counts(l->a, &nt, &nc);
+        assert_int_equal(nt + nc, 0);
+        assert_false(exists(l->state));
+        /* Its thread lives on in the root cpuset: its pin was given back. */
+        char *root_cpus = cg_read(V1, "cpuset.effective_cpus");
+        assert_mask(w.tid, root_cpus);
+        free(root_cpus);
+
+        worker_stop(&w);
+        free(name);
+        free(dir);
+}
+
+/* The threads backend, live: a cgroup2 group without the cpuset controller. */
+static void test_live_threads_backend(void **state) {
+        Live *l = *state;
+        LIVE_OR_SKIP(l);
+        ActuatorReport rep = {};
+        char *name = NULL, *dir = NULL, buf[32];
+        size_t nt, nc;
+
+        if (access(V2 "/cgroup.procs", W_OK) < 0) {
+                print_message("skipped: no writable cgroup2 at " V2 "\n");
+                skip();
+        }
+        char *ctl = cg_read(V2, "cgroup.controllers");
+        bool has_cpuset = strstr(ctl, "cpuset");
+        free(ctl);
+        if (has_cpuset) {
+                print_message("skipped: " V2 " has the cpuset controller\n");
+                skip();
+        }
+        assert_true(asprintf(&name, "/steerd-test-act-%d", (int) getpid()) > 0);
+        assert_true(asprintf(&dir, V2 "%s", name) > 0);
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                fail_msg("mkdir %s: %m", dir);
+        l->v2dir = strdup(dir);
+        /* cgroup2 moves whole processes: this one, with its workers. */
+        snprintf(buf, sizeof(buf), "%d\n", (int) getpid());
+        cg_write(dir, "cgroup.procs", buf);
+
+        const char *names[] = {name};
+        CgroupLocation locs[] = {{.dir = dir, .v2 = true}};
+        assert_int_equal(actuator_set_cgroups(l->a, names, locs, 1), 0);
+        ActuatorBackend b;
+        assert_int_equal(actuator_choose_backend(l->a, &locs[0], &b), 0);
+        assert_int_equal(b, ACTUATOR_BACKEND_THREADS);
+
+        const Worker *ws[] = {&l->w[0], &l->w[1]};
+        _cleanup_(snapshot_freep) Snapshot *snap = live_snapshot(l, name, dir, ws, 2);
+        pin(l->w[1].tid, l->only0); /* a mask of its own, taken in by the window */
+        apply_one(l->a, snap, ACTION_SET_CGROUP_CPUS, name, 0, 0, l->only1, &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        assert_mask(l->w[0].tid, l->only1);
+        assert_mask(l->w[1].tid, l->only1);
+        assert_mask(l->w[2].tid, l->both); /* not in the snapshot: not touched */
+        actuator_counts(l->a, &nt, &nc);
+        assert_int_equal(nt, 2);
+        assert_int_equal(nc, 1);
+        assert_null(actuator_cgroup_original(l->a, name));
+
+        /* A new thread, born of a creator inside the window. */
+        Worker born;
+        _cleanup_cpuset_ CpuSet self = NULL;
+        assert_int_equal(act_thread_get_affinity(0, &self), 0);
+        pin(0, l->only1);
+        worker_start(&born);
+        assert_int_equal(act_thread_set_affinity(0, self), 0);
+        move_to(l->dir, born.tid); /* in v1, where the workers are */
+        assert_int_equal(actuator_adopt_thread(l->a, name, born.tid), 1);
+        assert_int_equal(actuator_adopt_thread(l->a, name, born.tid), 0);
+        assert_mask(born.tid, l->only1);
+
+        /* A thread-level action composes with the window. */
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, name, l->w[0].tid, l->w[0].starttime, l->both, &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+        assert_mask(l->w[0].tid, l->only1);
+
+        assert_int_equal(actuator_release_all(l->a), 0);
+        assert_mask(l->w[0].tid, l->both);
+        assert_mask(l->w[1].tid, l->only0);
+        assert_mask(born.tid, l->both); /* it inherited the window, not its own mask */
+        actuator_counts(l->a, &nt, &nc);
+        assert_int_equal(nt + nc, 0);
+
+        worker_stop(&born);
+        pin(l->w[1].tid, l->both);
+        cg_write(V2, "cgroup.procs", buf);
+        rmdir_retry(dir);
+        free(l->v2dir);
+        l->v2dir = NULL;
+        free(name);
+        free(dir);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_backend_choice, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_cpuset_v1_write_and_release, fixture_setup,
+                                                fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_cpuset_v2_inherit, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_partition_unmanaged, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_ownership_cgroup_fixture, fixture_setup,
+                                                fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_state_round_trip, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_state_malformed, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_fixture_threads_untouched, fixture_setup,
+                                                fixture_teardown),
+                cmocka_unit_test(test_systemd_helpers),
+                cmocka_unit_test_setup_teardown(test_live_thread_set_restore, live_setup, live_teardown),
+                cmocka_unit_test_setup_teardown(test_live_cpuset_window, live_setup, live_teardown),
+                cmocka_unit_test_setup_teardown(test_live_third_party, live_setup, live_teardown),
+                cmocka_unit_test_setup_teardown(test_live_crash_restore, live_setup, live_teardown),
+                cmocka_unit_test_setup_teardown(test_live_thread_exits, live_setup, live_teardown),
+                cmocka_unit_test_setup_teardown(test_live_cgroup_removed, live_setup, live_teardown),
+                cmocka_unit_test_setup_teardown(test_live_threads_backend, live_setup, live_teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
