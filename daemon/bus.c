@@ -230,11 +230,12 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         r = verify_privileged(msg, error);
         if (r < 0)
                 return r;
-        r = manager_reload(m);
-        if (r == -EBADMSG || r == -ENOENT)
+        _cleanup_(freep) char *why = NULL;
+        r = manager_reload(m, &why);
+        if (r == -EBADMSG || r == -ENOENT || r == -EACCES)
                 return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
-                                         "%s is invalid (the journal has file:line); the running configuration stays",
-                                         m->config_path ?: STEERD_DEFAULT_CONFIG);
+                                         "%s; the running configuration stays",
+                                         why ?: m->config_path ?: STEERD_DEFAULT_CONFIG);
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, NULL);

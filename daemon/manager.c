@@ -368,11 +368,12 @@ int manager_describe_json(const Manager *m, char **ret) {
         return 0;
 }
 
-int manager_reload(Manager *m) {
+int manager_reload(Manager *m, char **ret_error) {
         Config *c = NULL;
         int r;
 
-        r = config_load(m->config_path, !m->config_path || streq(m->config_path, STEERD_DEFAULT_CONFIG), &c);
+        r = config_load_full(m->config_path ?: STEERD_DEFAULT_CONFIG,
+                             !m->config_path || streq(m->config_path, STEERD_DEFAULT_CONFIG), &c, ret_error);
         if (r < 0) {
                 log_struct(LOG_ERR, STEERD_MESSAGE_CONFIG,
                            "Reload: %s is invalid (see above); the running configuration stays",
@@ -408,7 +409,7 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
         (void) sd_notify(false, "RELOADING=1");
-        (void) manager_reload(m);
+        (void) manager_reload(m, NULL);
         (void) sd_notify(false, "READY=1");
         return 0;
 }
@@ -460,6 +461,8 @@ static void on_fork(pid_t tid, pid_t tgid, void *userdata) {
         if (!mode_applies(m->mode) || m->optins.n == 0)
                 return;
         if (cgroup_of_thread(m, tid, &o) < 0)
+                return;
+        if (actuator_adopt_child(m->actuator, o->name, tid) > 0)
                 return;
         if (actuator_adopt_thread(m->actuator, o->name, tid) > 0)
                 m->threads_adopted++;

@@ -78,6 +78,7 @@ void manager_counters(const Manager *m, ManagerCounters *ret);
 /* {"mode", "snapshot", "plan", "counters"}: what Describe returns. */
 int manager_describe_json(const Manager *m, char **ret);
 /* Re-read the config; a bad file keeps the running one (and says so). */
-int manager_reload(Manager *m);
+/* On a bad file, ret_error (optional) gets its first error as file:line: reason. */
+int manager_reload(Manager *m, char **ret_error);
 /* Re-resolve the opted-in cgroups; a cgroup that left is given back. */
 int manager_refresh_optins(Manager *m, uint64_t now_us, bool rescan_xattrs);

@@ -159,10 +159,12 @@ taskset -p -c 0 "$victim" >/dev/null
 vmask=$(awk '/Cpus_allowed_list/ {print $2}' /proc/"$victim"/status)
 mkdir -p "$TMP/state"
 cat >"$TMP/state/state.json" <<EOJ
-{"version": 1, "threads": [{"tid": $victim, "starttime": 1, "cgroup": "/$PREFIX-1", "original": "$ALL", "set": "$vmask"}], "cgroups": []}
+{"version": 1, "threads": [{"tid": $victim, "starttime": 1, "cgroup": "/$PREFIX-1", "original": "$ALL", "original_full": true, "request": "$vmask", "last_set": "$vmask", "pending": null}], "cgroups": []}
 EOJ
-start_daemon "$TMP/observe.conf" "$TMP/steerd4.log"
+STEERD_DEBUG=1 start_daemon "$TMP/observe.conf" "$TMP/steerd4.log"
 sleep 1.5
+grep -q "tid was reused" "$TMP/steerd4.log" || fail "the mismatching starttime was not reported"
+grep -q "malformed" "$TMP/steerd4.log" && fail "the hand-made state file was not understood"
 [ "$(awk '/Cpus_allowed_list/ {print $2}' /proc/"$victim"/status)" = "$vmask" ] || fail "a thread with another starttime was touched"
 stop_daemon || fail "steerd exited non-zero"
 taskset -p -c "$ALL" "$victim" >/dev/null

@@ -224,3 +224,436 @@ int act_cgroup_write_cpus(Actuator *a, const char *dir, const char *text) {
                 return write_direct(a->root, dir, text);
         return write_libcgroup(a, dir, text);
 }
+
+/* ---- the cgroup's own CPUs: cpuset and systemd backends ---- */
+
+int act_cgroup_record(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActuatorBackend backend,
+                      ActCgroup *ret) {
+        Actuator *a = c->a;
+        ActCgroup n = {.backend = backend, .v2 = cg->v2};
+        int r;
+
+        n.name = strdup(cg->name);
+        n.dir = strdup(cg->dir);
+        if (!n.name || !n.dir) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        switch (backend) {
+        case ACTUATOR_BACKEND_CPUSET:
+                r = act_cgroup_read_cpus_text(a->root, cg->dir, &n.original_text);
+                if (r < 0)
+                        goto fail;
+                break;
+        case ACTUATOR_BACKEND_SYSTEMD: {
+                _cleanup_cpuset_ CpuSet allowed = NULL;
+                r = systemd_unit_from_cgroup(cg->dir, &n.unit);
+                if (r < 0)
+                        goto fail;
+                r = systemd_get_allowed_cpus(a->bus, n.unit, &allowed);
+                if (r < 0)
+                        goto fail;
+                r = cpuset_format(allowed, &n.original_text);
+                if (r < 0)
+                        goto fail;
+                break;
+        }
+        default:
+                break;
+        }
+        /* What the cgroup had: what the sampler reports as its "allowed"
+         * while steerd holds it. */
+        r = backend == ACTUATOR_BACKEND_THREADS
+                    ? -ENOENT
+                    : act_cgroup_effective(a->root, cg->dir, cg->v2, &n.original);
+        if (r < 0) {
+                if (cs && cs->cpus)
+                        n.original = hwloc_bitmap_dup(cs->cpus);
+                else if (c->online)
+                        n.original = hwloc_bitmap_dup(c->online);
+        }
+        if (!n.original) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        *ret = n;
+        return 0;
+fail:
+        act_cgroup_done(&n);
+        return r;
+}
+
+static int cgroup_write(ActCtx *c, const ActCgroup *crec, const char *text) {
+        if (crec->backend == ACTUATOR_BACKEND_SYSTEMD) {
+                _cleanup_cpuset_ CpuSet s = NULL;
+                int r = cpuset_parse(text, &s);
+                if (r < 0)
+                        return r;
+                return systemd_set_allowed_cpus(c->a->bus, crec->unit, s);
+        }
+        return act_cgroup_write_cpus(c->a, crec->dir, text);
+}
+
+/* Write-ahead for the cgroup's threads: what the kernel will make of each
+ * once the cgroup has new_cpus. */
+static int cgroup_intend_threads(Actuator *a, const char *cgroup, hwloc_const_bitmap_t new_cpus) {
+        for (size_t i = 0; i < a->n_threads; i++) {
+                ActThread *t = &a->threads[i];
+                CpuSet p = NULL;
+                if (!streq(t->cgroup, cgroup))
+                        continue;
+                int r = act_compose(t->request ?: (t->original_full ? NULL : t->original), new_cpus, &p);
+                if (r < 0)
+                        return r;
+                hwloc_bitmap_free(t->pending);
+                t->pending = p;
+                a->dirty = true;
+        }
+        return 0;
+}
+
+static void cgroup_drop_intent(Actuator *a, const char *cgroup) {
+        ActCgroup *crec = actuator_find_owned(a, cgroup);
+        if (crec) {
+                hwloc_bitmap_free(crec->pending);
+                crec->pending = NULL;
+        }
+        for (size_t i = 0; i < a->n_threads; i++)
+                if (streq(a->threads[i].cgroup, cgroup) && a->threads[i].pending) {
+                        hwloc_bitmap_free(a->threads[i].pending);
+                        a->threads[i].pending = NULL;
+                }
+        a->dirty = true;
+}
+
+/* Write the cgroup's CPUs with the intent recorded first. */
+static int cgroup_write_ahead(ActCtx *c, ActCgroup *crec, const char *text, hwloc_const_bitmap_t new_cpus,
+                              bool give_back) {
+        CpuSet p = NULL;
+        int r;
+
+        /* Giving back needs no intent: the original is what a successor
+         * would write anyway. */
+        if (!give_back) {
+                r = act_dup_set(new_cpus, &p);
+                if (r < 0)
+                        return r;
+                hwloc_bitmap_free(crec->pending);
+                crec->pending = p;
+        }
+        r = cgroup_intend_threads(c->a, crec->name, new_cpus);
+        if (r < 0)
+                return r;
+        act_save_state(c->a);
+        return cgroup_write(c, crec, text);
+}
+
+/* After a cgroup's CPUs changed under steerd's threads, bring their records
+ * in line with what the kernel made of them.
+ *
+ * Verified on this project's host (kernel 6.18, cgroup v1 cpuset): writing
+ * cpuset.cpus does NOT reset every task to the new set. Since Linux 6.2
+ * ("sched: Always preserve the user requested cpumask") the kernel keeps what
+ * a thread asked for with sched_setaffinity() and gives it that ∩ the new
+ * CPUs, or the new CPUs when the intersection is empty; when the set widens
+ * again the thread gets its own mask back. Measured: pin {1}, write "1",
+ * write "0-1" -> {1}; pin {0}, write "1" -> {1}, write "0-1" -> {0} again.
+ * Attaching a pinned thread to a cgroup keeps its pin too. Older kernels
+ * reset every task to the cpuset's CPUs; for them the thread's own mask is
+ * set again when it still fits. A mask that no longer fits at all is kept in
+ * the record, not dropped: the kernel remembers it and brings it back when
+ * the cgroup widens, and the record is what gives the original back. */
+static int cgroup_fixup_threads(ActCtx *c, const char *cgroup, hwloc_const_bitmap_t cg_cpus) {
+        Actuator *a = c->a;
+        char b1[CPUSET_STRLEN];
+        int r;
+
+        for (size_t i = a->n_threads; i > 0; i--) {
+                ActThread *t = &a->threads[i - 1];
+                _cleanup_cpuset_ CpuSet cur = NULL, want = NULL;
+                hwloc_const_bitmap_t base;
+
+                if (!streq(t->cgroup, cgroup))
+                        continue;
+                hwloc_bitmap_free(t->pending);
+                t->pending = NULL;
+                a->dirty = true;
+                if (!a->live)
+                        continue;
+                r = act_thread_get_affinity(t->tid, &cur);
+                if (r == -ESRCH) {
+                        actuator_forget_thread(a, t->tid);
+                        continue;
+                }
+                if (r < 0)
+                        return r;
+                base = t->request ?: (t->original_full ? NULL : t->original);
+                if (base && cg_cpus && hwloc_bitmap_intersects(base, cg_cpus)) {
+                        r = act_compose(base, cg_cpus, &want);
+                        if (r < 0)
+                                return r;
+                        if (!act_cpuset_equal_on(cur, want, c->online)) {
+                                log_debug("cgroup %s tid %d: the kernel reset the thread's mask to %s; "
+                                          "setting it again",
+                                          cgroup, (int) t->tid, cpuset_to_string(cur, b1, sizeof(b1)));
+                                r = act_thread_set_affinity(t->tid, base);
+                                if (r >= 0) {
+                                        hwloc_bitmap_free(cur);
+                                        cur = NULL;
+                                        r = act_thread_get_affinity(t->tid, &cur);
+                                }
+                                if (r == -ESRCH) {
+                                        actuator_forget_thread(a, t->tid);
+                                        continue;
+                                }
+                                if (r < 0 || !cur)
+                                        log_warning_errno(
+                                                r, "cgroup %s tid %d: cannot set the thread's mask again",
+                                                cgroup, (int) t->tid);
+                        }
+                }
+                if (cur) {
+                        hwloc_bitmap_free(t->last_set);
+                        t->last_set = TAKE_PTR(cur);
+                }
+        }
+        return 0;
+}
+
+void act_cgroup_gone(ActCtx *c, const char *cgroup, const char *dir) {
+        Actuator *a = c->a;
+
+        log_notice("cgroup %s (%s) is gone; what steerd held there is dropped", cgroup, dir);
+        actuator_forget_owned(a, cgroup);
+        /* Its threads live on elsewhere (moved out before it was removed):
+         * what is still steerd's is given back. */
+        for (size_t i = a->n_threads; i > 0; i--) {
+                ActThread *t = &a->threads[i - 1];
+                if (!streq(t->cgroup, cgroup))
+                        continue;
+                pid_t tid = t->tid;
+                (void) act_release_thread(c, t);
+                actuator_forget_thread(a, tid);
+        }
+}
+
+int act_apply_cgroup_file(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActCgroup *crec,
+                          ActuatorBackend backend, const Action *act) {
+        Actuator *a = c->a;
+        _cleanup_cpuset_ CpuSet parent = NULL, mask = NULL, orig_on = NULL;
+        _cleanup_(freep) char *text = NULL;
+        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
+        bool full;
+        int r;
+
+        if (!crec) {
+                ActCgroup fresh = {};
+                r = act_cgroup_record(c, cg, cs, backend, &fresh);
+                if (r == -ENOENT) {
+                        act_cgroup_gone(c, cg->name, cg->dir);
+                        c->rep.vanished++;
+                        return 0;
+                }
+                if (act_is_eperm(r)) {
+                        c->rep.failed++;
+                        return act_mark_unmanaged(c, cg->name, 0, 0, r);
+                }
+                if (r < 0) {
+                        log_warning_errno(r, "cgroup %s: cannot read its CPUs before changing them",
+                                          cg->name);
+                        c->rep.failed++;
+                        return 0;
+                }
+                /* Recorded (window NULL) before the first write: write-ahead. */
+                r = actuator_add_owned(a, &fresh);
+                if (r < 0) {
+                        act_cgroup_done(&fresh);
+                        return r;
+                }
+                crec = actuator_find_owned(a, cg->name);
+        }
+
+        orig_on = hwloc_bitmap_dup(crec->original);
+        if (!orig_on)
+                return -ENOMEM;
+        act_and_online(c, orig_on);
+        full = act->kind == ACTION_RESTORE && hwloc_bitmap_isincluded(orig_on, act->cpus);
+
+        if (full)
+                r = cgroup_write_ahead(c, crec, crec->original_text, crec->original, true);
+        else {
+                /* Never more than the parent gives: the kernel refuses it on
+                 * v1 and ignores it on v2. */
+                r = act_cgroup_parent_effective(a->root, crec->dir, crec->v2, &parent);
+                if (r < 0 && r != -ENOENT) {
+                        log_warning_errno(r, "cgroup %s: cannot read its parent's effective CPUs", cg->name);
+                        goto failed;
+                }
+                mask = hwloc_bitmap_dup(act->cpus);
+                if (!mask)
+                        return -ENOMEM;
+                if (parent)
+                        hwloc_bitmap_and(mask, mask, parent);
+                if (hwloc_bitmap_iszero(mask))
+                        r = -EINVAL;
+                else {
+                        r = cpuset_format(mask, &text);
+                        if (r < 0)
+                                return r;
+                        r = cgroup_write_ahead(c, crec, text, mask, false);
+                }
+                if (act_is_einval(r)) {
+                        /* Once more, with what is left of it within the
+                         * parent (read afresh) and the online CPUs. */
+                        _cleanup_cpuset_ CpuSet prev = mask;
+                        hwloc_bitmap_free(parent);
+                        parent = NULL;
+                        (void) act_cgroup_parent_effective(a->root, crec->dir, crec->v2, &parent);
+                        mask = hwloc_bitmap_dup(act->cpus);
+                        if (!mask)
+                                return -ENOMEM;
+                        if (parent)
+                                hwloc_bitmap_and(mask, mask, parent);
+                        act_and_online(c, mask);
+                        free(text);
+                        text = NULL;
+                        if (hwloc_bitmap_iszero(mask) || hwloc_bitmap_isequal(mask, prev))
+                                log_warning("cgroup %s: nothing of CPUs %s is left within its parent's %s; "
+                                            "%s %s dropped",
+                                            cg->name, cpuset_to_string(act->cpus, b1, sizeof(b1)),
+                                            cpuset_to_string(parent, b2, sizeof(b2)),
+                                            action_policy_to_string(act->policy),
+                                            action_kind_to_string(act->kind));
+                        else {
+                                r = cpuset_format(mask, &text);
+                                if (r < 0)
+                                        return r;
+                                r = cgroup_write_ahead(c, crec, text, mask, false);
+                        }
+                }
+        }
+
+        if (r == -ENOENT) {
+                act_cgroup_gone(c, cg->name, cg->dir);
+                c->rep.vanished++;
+                return 0;
+        }
+        if (act_is_eperm(r)) {
+                cgroup_drop_intent(a, cg->name);
+                if (!crec->window)
+                        actuator_forget_owned(a, cg->name);
+                c->rep.failed++;
+                return act_mark_unmanaged(c, cg->name, 0, 0, r);
+        }
+        if (r < 0) {
+                if (!act_is_einval(r))
+                        log_warning_errno(r, "cgroup %s: writing CPUs '%s' (%s backend) failed", cg->name,
+                                          text ?: "", actuator_backend_to_string(crec->backend));
+                goto failed;
+        }
+
+        c->rep.applied++;
+        a->dirty = true;
+        if (full) {
+                log_struct(LOG_INFO, STEERD_MESSAGE_RESTORE,
+                           "cgroup %s: CPUs %s -> '%s', given back (%s backend; %s %s: %s)", cg->name,
+                           cpuset_to_string(crec->window, b1, sizeof(b1)), crec->original_text,
+                           actuator_backend_to_string(crec->backend), action_policy_to_string(act->policy),
+                           action_kind_to_string(act->kind), act->reason ?: "");
+                _cleanup_cpuset_ CpuSet now = hwloc_bitmap_dup(crec->original);
+                if (!now)
+                        return -ENOMEM;
+                actuator_forget_owned(a, cg->name);
+                return cgroup_fixup_threads(c, cg->name, now);
+        }
+
+        log_struct(LOG_INFO, STEERD_MESSAGE_ACTION, "cgroup %s: CPUs %s -> %s (%s backend; %s %s: %s)",
+                   cg->name, cpuset_to_string(crec->window ?: crec->original, b1, sizeof(b1)),
+                   cpuset_to_string(mask, b2, sizeof(b2)), actuator_backend_to_string(crec->backend),
+                   action_policy_to_string(act->policy), action_kind_to_string(act->kind),
+                   act->reason ?: "");
+        hwloc_bitmap_free(crec->window);
+        crec->window = TAKE_PTR(mask);
+        hwloc_bitmap_free(crec->pending);
+        crec->pending = NULL;
+        return cgroup_fixup_threads(c, cg->name, crec->window);
+
+failed:
+        cgroup_drop_intent(a, cg->name);
+        if (!crec->window)
+                actuator_forget_owned(a, cg->name); /* the first write never happened */
+        c->rep.failed++;
+        return 0;
+}
+
+int act_release_cgroup_record(ActCtx *c, ActCgroup *crec) {
+        Actuator *a = c->a;
+        _cleanup_(freep) char *text = NULL;
+        _cleanup_cpuset_ CpuSet cur = NULL, orig = NULL;
+        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
+        int r;
+
+        if (crec->backend == ACTUATOR_BACKEND_THREADS || (!crec->window && !crec->pending))
+                return 0;
+        if (crec->backend == ACTUATOR_BACKEND_SYSTEMD &&
+            !systemd_backend_eligible(a->live, a->bus, crec->dir, true)) {
+                log_warning("cgroup %s: AllowedCPUs of %s cannot be given back without systemd on the bus",
+                            crec->name, crec->unit);
+                return 0;
+        }
+
+        r = act_cgroup_read_cpus_text(a->root, crec->dir, &text);
+        if (r == -ENOENT && rootdir_access(a->root, crec->dir, F_OK) < 0) {
+                log_notice("cgroup %s (%s) is gone: nothing to give back", crec->name, crec->dir);
+                return 0;
+        }
+        if (r >= 0) {
+                r = cpuset_parse(text, &cur);
+                if (r >= 0 && streq(text, crec->original_text))
+                        return 0; /* as it was: the change never happened */
+                /* Steerd's: what it set last, or what it was about to set
+                 * when a predecessor died. */
+                if (r >= 0 && !act_cpuset_equal_on(cur, crec->window, c->online) &&
+                    !(crec->pending && act_cpuset_equal_on(cur, crec->pending, c->online))) {
+                        log_struct(LOG_NOTICE, STEERD_MESSAGE_LET_GO,
+                                   "cgroup %s: CPUs are %s, steerd had set %s: someone else changed them; "
+                                   "left as they are",
+                                   crec->name, cpuset_to_string(cur, b1, sizeof(b1)),
+                                   cpuset_to_string(crec->window ?: crec->pending, b2, sizeof(b2)));
+                        return 0;
+                }
+        } else if (crec->backend == ACTUATOR_BACKEND_CPUSET) {
+                log_warning_errno(r, "cgroup %s: cannot read its CPUs; not given back", crec->name);
+                return 0;
+        }
+
+        r = cgroup_write(c, crec, crec->original_text);
+        if (act_is_einval(r)) {
+                /* The parent shrank since: as much of the original as it allows. */
+                _cleanup_cpuset_ CpuSet parent = NULL;
+                _cleanup_(freep) char *t2 = NULL;
+                if (act_cgroup_parent_effective(a->root, crec->dir, crec->v2, &parent) >= 0 &&
+                    cpuset_parse(crec->original_text, &orig) >= 0) {
+                        hwloc_bitmap_and(orig, orig, parent);
+                        if (hwloc_bitmap_iszero(orig))
+                                hwloc_bitmap_copy(orig, parent);
+                        if (cpuset_format(orig, &t2) >= 0) {
+                                log_notice("cgroup %s: its original CPUs '%s' are no longer valid; giving "
+                                           "back %s",
+                                           crec->name, crec->original_text, t2);
+                                r = cgroup_write(c, crec, t2);
+                        }
+                }
+        }
+        if (r == -ENOENT) {
+                log_notice("cgroup %s (%s) is gone: nothing to give back", crec->name, crec->dir);
+                return 0;
+        }
+        if (r < 0)
+                return log_warning_errno(r, "cgroup %s: giving back CPUs '%s' failed", crec->name,
+                                         crec->original_text);
+        log_struct(LOG_INFO, STEERD_MESSAGE_RESTORE, "cgroup %s: CPUs %s -> '%s', given back (%s backend)",
+                   crec->name, cpuset_to_string(cur ?: crec->window, b1, sizeof(b1)), crec->original_text,
+                   actuator_backend_to_string(crec->backend));
+        return 1;
+}

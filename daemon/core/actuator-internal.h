@@ -2,7 +2,18 @@
 #pragma once
 
 /* Shared by the actuator's files; not part of the API (tests include it for
- * the pure helpers). */
+ * the pure helpers).
+ *
+ *   actuator.c          bookkeeping, plan dispatch, ownership check, release
+ *   actuator-threads.c  sched_setaffinity(): thread actions, the threads backend
+ *   actuator-cpuset.c   the cgroup's own CPUs: cpuset files and the systemd call
+ *   actuator-systemd.c  systemd's D-Bus API and its encodings
+ *   actuator-state.c    the state file and restoring a predecessor's state
+ *
+ * Write-ahead: before a mask is changed, the mask it is about to get is
+ * recorded as "pending" and the state file written; a successor gives back
+ * what has its last-set or its pending mask, so a SIGKILL between the change
+ * and the state file loses nothing. */
 
 #include "actuator.h"
 #include "log.h"
@@ -20,6 +31,8 @@ typedef struct ActThread {
         bool original_full;
         CpuSet request;  /* the thread-level mask the plan asked for; NULL: none */
         CpuSet last_set; /* what the thread had after steerd's last change (read back) */
+        CpuSet pending;  /* what it is about to get (write-ahead); NULL between changes */
+        bool unapplied;  /* recorded for a change that has not happened yet */
 } ActThread;
 
 /* A cgroup steerd changed. */
@@ -33,7 +46,8 @@ typedef struct ActCgroup {
          * AllowedCPUs as a cpulist ("" = unset); threads: unused. */
         char *original_text;
         CpuSet original; /* the CPUs it had (effective) before steerd's first change */
-        CpuSet window;   /* what steerd set last */
+        CpuSet window;   /* what steerd set last; NULL only while the first change is pending */
+        CpuSet pending;  /* what it is about to get (write-ahead) */
 } ActCgroup;
 
 /* A thread or cgroup (tid 0) steerd must not touch until the cgroup is
@@ -71,8 +85,21 @@ struct Actuator {
         bool dirty; /* the state file is behind */
 };
 
-/* ---- actuator.c: bookkeeping ---- */
+/* One apply, check or release. */
+typedef struct ActCtx {
+        Actuator *a;
+        const Snapshot *snap; /* NULL on release */
+        CpuSet online;        /* NULL: unknown; masks are then compared as they are */
+        ActuatorReport rep;
+} ActCtx;
+
+/* ---- actuator.c ---- */
+int act_ctx_init(ActCtx *c, Actuator *a, const Snapshot *snap);
+void act_ctx_done(ActCtx *c);
+void act_and_online(const ActCtx *c, CpuSet s);
+
 ActThread *actuator_find_thread(const Actuator *a, pid_t tid);
+size_t act_thread_index(const Actuator *a, pid_t tid, bool *found);
 int actuator_add_thread(Actuator *a, const ActThread *t); /* takes what t points to */
 void actuator_forget_thread(Actuator *a, pid_t tid);
 ActCgroup *actuator_find_owned(const Actuator *a, const char *name);
@@ -80,11 +107,31 @@ int actuator_add_owned(Actuator *a, const ActCgroup *c); /* takes what c points 
 void actuator_forget_owned(Actuator *a, const char *name);
 void act_thread_done(ActThread *t);
 void act_cgroup_done(ActCgroup *c);
+HandsOff *act_hands_off_find(const Actuator *a, const char *cgroup, pid_t tid, uint64_t starttime);
+int act_hands_off_add(Actuator *a, const char *cgroup, pid_t tid, uint64_t starttime);
+int act_report_let_go(ActuatorReport *r, const char *cgroup, pid_t tid, uint64_t starttime);
+/* EPERM/EACCES: logged once (the mark keeps steerd from trying again),
+ * reported as let go. */
+int act_mark_unmanaged(ActCtx *c, const char *cgroup, pid_t tid, uint64_t starttime, int error);
+void act_log_refused(HandsOff *h, const Action *act);
+const CgroupSample *act_snap_cgroup(const Snapshot *snap, const char *name);
+const ThreadSample *act_cgroup_thread(const CgroupSample *cs, pid_t tid);
 
 /* a == b on the CPUs in online (NULL: all of them). */
 bool act_cpuset_equal_on(hwloc_const_bitmap_t a, hwloc_const_bitmap_t b, hwloc_const_bitmap_t online);
+int act_dup_set(hwloc_const_bitmap_t s, CpuSet *ret);
+/* The kernel's composition of a thread's own mask with its cpuset: base ∩
+ * cg, or cg when that is empty. base NULL = every CPU. */
+int act_compose(hwloc_const_bitmap_t base, hwloc_const_bitmap_t cg, CpuSet *ret);
+/* The CPUs a thread of the cgroup may have right now, as far as steerd knows. */
+int act_cgroup_cpus_now(const ActCtx *c, const char *dir, bool v2, const CgroupSample *cs,
+                        const ActCgroup *crec, CpuSet *ret);
+bool act_is_einval(int r);
+bool act_is_eperm(int r);
+/* actuator_state_save(), logged. */
+void act_save_state(Actuator *a);
 
-/* ---- actuator-threads.c: sched_setaffinity and /proc ---- */
+/* ---- actuator-threads.c ---- */
 int act_affinity_probe_bytes(size_t *ret);
 int act_thread_get_affinity(pid_t tid, CpuSet *ret);
 int act_thread_set_affinity(pid_t tid, hwloc_const_bitmap_t set);
@@ -92,10 +139,27 @@ int act_thread_set_affinity(pid_t tid, hwloc_const_bitmap_t set);
 int act_thread_set_affinity_all(pid_t tid, size_t affinity_bytes);
 /* Field 22 of ROOT/proc/<tid>/task/<tid>/stat; -ESRCH when the thread is gone. */
 int act_thread_read_starttime(const RootDir *root, pid_t tid, uint64_t *ret);
+/* 0 if the tid still names that thread, -ESRCH if not. */
+int act_thread_check_identity(const Actuator *a, pid_t tid, uint64_t starttime);
 /* ROOT/sys/devices/system/cpu/online. */
 int act_read_online_cpus(const RootDir *root, CpuSet *ret);
 
-/* ---- actuator-cpuset.c: cpuset files ---- */
+/* The mask a thread gets from its own base (request, else original) within
+ * cg_now, or within the threads backend's window. */
+int act_thread_predict(const ActThread *t, const ActCgroup *crec, hwloc_const_bitmap_t request,
+                       hwloc_const_bitmap_t cg_now, CpuSet *ret);
+int act_apply_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, const Action *act);
+int act_apply_cgroup_threads(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActCgroup *crec,
+                             const Action *act);
+/* New threads of threads-backend windows, found in the snapshot. */
+int act_adopt_new_threads(ActCtx *c);
+/* One new thread (proc connector): 1 if its mask was changed. */
+int act_adopt_thread(Actuator *a, const ActCgroup *crec, pid_t tid);
+/* Give a thread its original back if its mask is still steerd's. 1 if it
+ * got its exact (not "every CPU") original back. The caller forgets it. */
+int act_release_thread(ActCtx *c, ActThread *t);
+
+/* ---- actuator-cpuset.c ---- */
 /* Where the cgroup's CPUs are written: CPUSET, THREADS, or (only when eligible)
  * SYSTEMD. -EPERM for a v2 partition root (never written: unmanaged), -ENOENT
  * when the cgroup is gone. */
@@ -112,6 +176,17 @@ int act_cgroup_read_cpus_text(const RootDir *root, const char *dir, char **ret);
  * "" is written as "\n" directly (libcgroup skips empty values). */
 int act_cgroup_write_cpus(Actuator *a, const char *dir, const char *text);
 
+int act_cgroup_record(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActuatorBackend backend,
+                      ActCgroup *ret);
+/* cpuset and systemd backends. crec NULL: the first change. */
+int act_apply_cgroup_file(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActCgroup *crec,
+                          ActuatorBackend backend, const Action *act);
+/* The cgroup is gone: drop its record, give its threads back. cgroup must
+ * not point into the record. */
+void act_cgroup_gone(ActCtx *c, const char *cgroup, const char *dir);
+/* Give the cgroup's own CPUs back if they are still steerd's. 1 if written. */
+int act_release_cgroup_record(ActCtx *c, ActCgroup *crec);
+
 /* ---- actuator-systemd.c ---- */
 /* "/system.slice/app.service" -> "app.service"; -EINVAL unless the last
  * component is a .service, .scope or .slice unit name. */
@@ -125,7 +200,8 @@ int systemd_get_allowed_cpus(sd_bus *bus, const char *unit, CpuSet *ret);
 int systemd_set_allowed_cpus(sd_bus *bus, const char *unit, hwloc_const_bitmap_t set);
 
 /* ---- actuator-state.c ---- */
-/* Rewrite (or, when nothing is owned, remove) the state file if dirty. */
+/* Rewrite (or, when nothing is owned, remove) the state file if dirty;
+ * failures are logged and returned. */
 int actuator_state_save(Actuator *a);
 /* Load a state file into an empty actuator; -EBADMSG (logged with the file
  * name) when malformed, -ENOENT when there is none. */

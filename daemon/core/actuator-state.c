@@ -14,10 +14,15 @@
  * {"version": 1,
  *  "threads": [{"tid": 1234, "starttime": 5678, "cgroup": "/bench1",
  *               "original": "0-1", "original_full": true,
- *               "request": "1" | null, "last_set": "1"}],
+ *               "request": "1" | null, "last_set": "1", "pending": null}],
  *  "cgroups": [{"name": "/bench1", "dir": "/sys/fs/cgroup/cpuset/bench1",
  *               "v2": false, "backend": "cpuset", "unit": null,
- *               "original_text": "0-1", "original": "0-1", "window": "0"}]} */
+ *               "original_text": "0-1", "original": "0-1", "window": "0",
+ *               "pending": null}]}
+ *
+ * "pending" is a change about to be made (write-ahead): a successor gives
+ * back what has its last-set or its pending mask. original_full, request and
+ * pending may be left out (false, null, null). */
 
 #define STATE_VERSION 1
 
@@ -74,7 +79,8 @@ static int state_to_json(const Actuator *a, json_object **ret) {
                     (r = add(o, "original", json_cpuset(t->original), false)) < 0 ||
                     (r = add(o, "original_full", json_object_new_boolean(t->original_full), false)) < 0 ||
                     (r = add(o, "request", json_cpuset(t->request), !t->request)) < 0 ||
-                    (r = add(o, "last_set", json_cpuset(t->last_set), false)) < 0)
+                    (r = add(o, "last_set", json_cpuset(t->last_set), false)) < 0 ||
+                    (r = add(o, "pending", json_cpuset(t->pending), !t->pending)) < 0)
                         return r;
         }
         for (size_t i = 0; i < a->n_owned; i++) {
@@ -94,7 +100,8 @@ static int state_to_json(const Actuator *a, json_object **ret) {
                              c->original_text ? json_object_new_string(c->original_text) : NULL,
                              !c->original_text)) < 0 ||
                     (r = add(o, "original", json_cpuset(c->original), !c->original)) < 0 ||
-                    (r = add(o, "window", json_cpuset(c->window), !c->window)) < 0)
+                    (r = add(o, "window", json_cpuset(c->window), !c->window)) < 0 ||
+                    (r = add(o, "pending", json_cpuset(c->pending), !c->pending)) < 0)
                         return r;
         }
         *ret = TAKE_PTR(root);
@@ -181,10 +188,11 @@ int actuator_state_save(Actuator *a) {
 
 /* ---- loading ---- */
 
+/* nullable: null or absent is NULL; else the key must be there. */
 static json_object *get(json_object *o, const char *key, json_type type, bool nullable, bool *ok) {
         json_object *v = NULL;
-        if (!json_object_object_get_ex(o, key, &v) || (!v && !nullable) ||
-            (v && !json_object_is_type(v, type)))
+        bool present = json_object_object_get_ex(o, key, &v);
+        if ((!present && !nullable) || (!v && !nullable) || (v && !json_object_is_type(v, type)))
                 *ok = false;
         return v;
 }
@@ -222,7 +230,7 @@ static int load_thread(json_object *o, ActThread *ret, bool *ok) {
         json_object *tid = get(o, "tid", json_type_int, false, ok),
                     *st = get(o, "starttime", json_type_int, false, ok),
                     *cg = get(o, "cgroup", json_type_string, false, ok),
-                    *full = get(o, "original_full", json_type_boolean, false, ok);
+                    *full = get(o, "original_full", json_type_boolean, true, ok);
         int r;
 
         if (!*ok)
@@ -234,11 +242,12 @@ static int load_thread(json_object *o, ActThread *ret, bool *ok) {
         }
         t.tid = (pid_t) tid_v;
         t.starttime = json_object_get_uint64(st);
-        t.original_full = json_object_get_boolean(full);
+        t.original_full = full && json_object_get_boolean(full);
         if ((r = dup_string(cg, &t.cgroup)) < 0 ||
             (r = get_cpuset(o, "original", false, true, &t.original, ok)) < 0 ||
             (r = get_cpuset(o, "request", true, true, &t.request, ok)) < 0 ||
-            (r = get_cpuset(o, "last_set", false, true, &t.last_set, ok)) < 0) {
+            (r = get_cpuset(o, "last_set", false, true, &t.last_set, ok)) < 0 ||
+            (r = get_cpuset(o, "pending", true, true, &t.pending, ok)) < 0) {
                 act_thread_done(&t);
                 return r;
         }
@@ -278,7 +287,8 @@ static int load_cgroup(json_object *o, ActCgroup *ret, bool *ok) {
         if ((r = dup_string(name, &c.name)) < 0 || (r = dup_string(dir, &c.dir)) < 0 ||
             (r = dup_string(unit, &c.unit)) < 0 || (r = dup_string(text, &c.original_text)) < 0 ||
             (r = get_cpuset(o, "original", false, false, &c.original, ok)) < 0 ||
-            (r = get_cpuset(o, "window", true, true, &c.window, ok)) < 0) {
+            (r = get_cpuset(o, "window", true, true, &c.window, ok)) < 0 ||
+            (r = get_cpuset(o, "pending", true, true, &c.pending, ok)) < 0) {
                 act_cgroup_done(&c);
                 return r;
         }

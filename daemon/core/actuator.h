@@ -109,6 +109,10 @@ int actuator_choose_backend(const Actuator *a, const CgroupLocation *loc, Actuat
  * cgroup's window is applied per thread, apply it to the new thread now.
  * 1 if its mask was changed, 0 if there was nothing to do. */
 int actuator_adopt_thread(Actuator *a, const char *cgroup, pid_t tid);
+/* A new thread of an opted-in cgroup created by a thread steerd pinned
+ * inherits the pin: record it (with its creator's original mask) so that it
+ * is given back too. 1 if recorded, 0 if there was nothing to do. */
+int actuator_adopt_child(Actuator *a, const char *cgroup, pid_t child_tid);
 
 /* The original mask of the cgroup, if steerd changed it (NULL otherwise):
  * what the sampler reports as the cgroup's "allowed". */

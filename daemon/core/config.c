@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <dirent.h>
+#include <stdarg.h>
 #include <float.h>
 #include <ini.h>
 #include <math.h>
@@ -64,8 +65,22 @@ typedef struct ParseState {
         const char *file;
         unsigned line;    /* of the line inih handed us last */
         int error;        /* first error */
+        char *error_text; /* and its "file:line: reason" */
         FILE *f;
 } ParseState;
+
+/* log_parse_error() that also keeps the first message for the caller. */
+_printf_(3, 4) static int parse_error(ParseState *ps, unsigned line, const char *fmt, ...) {
+        char reason[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(reason, sizeof(reason), fmt, ap);
+        va_end(ap);
+        if (!ps->error_text && asprintf(&ps->error_text, "%s:%u: %s", ps->file, line, reason) < 0)
+                ps->error_text = NULL;
+        return log_parse_error(ps->file, line, "%s", reason);
+}
 
 static int parse_number(const char *v, bool allow_percent, double *ret, bool *ret_percent) {
         char *end;
@@ -113,7 +128,7 @@ static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
         case KEY_MODE: {
                 Mode m = mode_from_string(value);
                 if (m < 0)
-                        return log_parse_error(ps->file, ps->line,
+                        return parse_error(ps, ps->line,
                                                "%s=: unknown mode '%s' (off, observe, latency, balanced)",
                                                k->name, value);
                 *(Mode *) field = m;
@@ -122,20 +137,20 @@ static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
         case KEY_STICKY_SCOPE: {
                 StickyScope s = sticky_scope_from_string(value);
                 if (s < 0)
-                        return log_parse_error(ps->file, ps->line, "%s=: unknown scope '%s' (core, cpu)",
+                        return parse_error(ps, ps->line, "%s=: unknown scope '%s' (core, cpu)",
                                                k->name, value);
                 *(StickyScope *) field = s;
                 return 0;
         }
         case KEY_PATH:
                 if (*value && (value[0] != '/' || strlen(value) >= 4096))
-                        return log_parse_error(ps->file, ps->line, "%s=: '%s' is not an absolute path", k->name,
+                        return parse_error(ps, ps->line, "%s=: '%s' is not an absolute path", k->name,
                                                value);
                 strcpy(field, value);
                 return 0;
         case KEY_BOOL:
                 if (parse_bool(value, (bool *) field) < 0)
-                        return log_parse_error(ps->file, ps->line, "%s=: '%s' is not a boolean", k->name,
+                        return parse_error(ps, ps->line, "%s=: '%s' is not a boolean", k->name,
                                                value);
                 return 0;
         case KEY_FRACTION:
@@ -147,13 +162,13 @@ static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
         }
 
         if (parse_number(value, k->type == KEY_PERCENT || k->type == KEY_FRACTION, &d, &pct) < 0)
-                return log_parse_error(ps->file, ps->line, "%s=: '%s' is not a number", k->name, value);
+                return parse_error(ps, ps->line, "%s=: '%s' is not a number", k->name, value);
         if (k->type == KEY_FRACTION && pct)
                 d /= 100.0;
         if ((k->type == KEY_UINT || k->type == KEY_U64) && d != floor(d))
-                return log_parse_error(ps->file, ps->line, "%s=: '%s' is not a whole number", k->name, value);
+                return parse_error(ps, ps->line, "%s=: '%s' is not a whole number", k->name, value);
         if (d < k->min || d > k->max)
-                return log_parse_error(ps->file, ps->line, "%s=: %s is out of range [%g, %g]", k->name, value,
+                return parse_error(ps, ps->line, "%s=: %s is out of range [%g, %g]", k->name, value,
                                        k->min, k->max);
         switch (k->type) {
         case KEY_UINT:
@@ -192,11 +207,11 @@ static int add_opt_in(ParseState *ps, const char *cgroup, const char *value) {
         CgroupPolicy p = cgroup_policy_from_string(value);
 
         if (config_validate_cgroup_path(cgroup) < 0)
-                return log_parse_error(ps->file, ps->line,
+                return parse_error(ps, ps->line,
                                        "[OptIn] '%s': a cgroup is an absolute path without '.' or '..'",
                                        cgroup);
         if (p < 0)
-                return log_parse_error(ps->file, ps->line, "[OptIn] %s=: unknown policy '%s' (latency, balanced)",
+                return parse_error(ps, ps->line, "[OptIn] %s=: unknown policy '%s' (latency, balanced)",
                                        cgroup, value);
 
         /* A drop-in may override an earlier line for the same cgroup. */
@@ -236,9 +251,9 @@ static int handler(void *user, const char *section, const char *name, const char
                         }
                 if (r == -ENOENT) {
                         if (!streq(section, "Manager") && !streq(section, "Policy"))
-                                r = log_parse_error(ps->file, ps->line, "unknown section [%s]", section);
+                                r = parse_error(ps, ps->line, "unknown section [%s]", section);
                         else
-                                r = log_parse_error(ps->file, ps->line, "unknown key %s= in [%s]", name,
+                                r = parse_error(ps, ps->line, "unknown key %s= in [%s]", name,
                                                     section);
                 }
         }
@@ -258,7 +273,7 @@ static char *reader(char *str, int num, void *stream) {
                 if (n + 1 == (size_t) num && s[n - 1] != '\n' && !feof(ps->f)) {
                         /* inih would silently split an over-long line. */
                         if (ps->error >= 0)
-                                ps->error = log_parse_error(ps->file, ps->line + 1, "line longer than %d characters",
+                                ps->error = parse_error(ps, ps->line + 1, "line longer than %d characters",
                                                             num - 2);
                         int ch;
                         while ((ch = fgetc(ps->f)) != EOF && ch != '\n')
@@ -269,17 +284,24 @@ static char *reader(char *str, int num, void *stream) {
         return s;
 }
 
-static int parse_one(Config *c, const char *path) {
+static int parse_one(Config *c, const char *path, char **error_text) {
         _cleanup_(fclosep) FILE *f = fopen(path, "re");
-        if (!f)
-                return log_error_errno(errno, "%s: cannot open", path);
+        if (!f) {
+                int r = -errno;
+                if (asprintf(error_text, "%s: %s", path, strerror(-r)) < 0)
+                        *error_text = NULL;
+                return log_error_errno(r, "%s: cannot open", path);
+        }
 
         ParseState ps = {.config = c, .file = path, .f = f};
         int r = ini_parse_stream(reader, &ps, handler, &ps);
-        if (ps.error < 0)
+        if (ps.error >= 0 && r > 0)
+                ps.error = parse_error(&ps, (unsigned) r, "syntax error (expected [Section] or Key=Value)");
+        if (ps.error < 0) {
+                *error_text = ps.error_text;
                 return ps.error;
-        if (r > 0)
-                return log_parse_error(path, (unsigned) r, "syntax error (expected [Section] or Key=Value)");
+        }
+        free(ps.error_text);
         if (r < 0)
                 return log_error_errno(ENOMEM, "%s: cannot parse", path);
         return 0;
@@ -301,8 +323,9 @@ Config *config_free(Config *c) {
         return NULL;
 }
 
-int config_load(const char *path, bool missing_ok, Config **ret) {
+int config_load_full(const char *path, bool missing_ok, Config **ret, char **ret_error) {
         _cleanup_(config_freep) Config *c = calloc(1, sizeof(Config));
+        _cleanup_(freep) char *error_text = NULL, *dir = NULL;
         int r;
 
         if (!c)
@@ -317,15 +340,18 @@ int config_load(const char *path, bool missing_ok, Config **ret) {
                 return -ENOMEM;
 
         if (access(path, F_OK) < 0) {
-                if (!missing_ok || errno != ENOENT)
-                        return log_error_errno(errno, "%s: cannot open config", path);
+                if (!missing_ok || errno != ENOENT) {
+                        r = -errno;
+                        if (ret_error && asprintf(ret_error, "%s: %s", path, strerror(-r)) < 0)
+                                *ret_error = NULL;
+                        return log_error_errno(r, "%s: cannot open config", path);
+                }
         } else {
-                r = parse_one(c, path);
+                r = parse_one(c, path, &error_text);
                 if (r < 0)
-                        return r;
+                        goto fail;
         }
 
-        _cleanup_(freep) char *dir = NULL;
         if (asprintf(&dir, "%s.d", path) < 0)
                 return -ENOMEM;
         struct dirent **list = NULL;
@@ -337,14 +363,23 @@ int config_load(const char *path, bool missing_ok, Config **ret) {
                         if (asprintf(&p, "%s/%s", dir, list[i]->d_name) < 0)
                                 r = -ENOMEM;
                         else
-                                r = parse_one(c, p);
+                                r = parse_one(c, p, &error_text);
                 }
                 free(list[i]);
         }
         free(list);
         if (r < 0)
-                return r;
+                goto fail;
 
         *ret = TAKE_PTR(c);
         return 0;
+
+fail:
+        if (ret_error)
+                *ret_error = TAKE_PTR(error_text);
+        return r;
+}
+
+int config_load(const char *path, bool missing_ok, Config **ret) {
+        return config_load_full(path, missing_ok, ret, NULL);
 }

@@ -26,6 +26,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
 /* Load path (NULL: defaults only) and its drop-ins. A missing main file is
  * an error unless missing_ok. */
 int config_load(const char *path, bool missing_ok, Config **ret);
+/* The same, and on a bad file also the first error as "file:line: reason"
+ * (for a bus caller, who cannot see the log). ret_error is set on -EBADMSG. */
+int config_load_full(const char *path, bool missing_ok, Config **ret, char **ret_error);
 
 /* Parses the value of a CGROUP=POLICY line; validates the path. */
 int config_validate_cgroup_path(const char *path);

@@ -43,10 +43,13 @@ static int on_msg_in(struct nl_msg *msg, void *arg) {
         struct cn_msg *cn = nlmsg_data(nlh);
         if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC)
                 return NL_SKIP;
-        struct proc_event *ev = (struct proc_event *) cn->data;
-        if (ev->what == PROC_EVENT_FORK) {
+        /* The event sits 4-byte aligned after cn_msg; proc_event wants 8:
+         * copy it out rather than read it in place. */
+        struct proc_event ev;
+        memcpy(&ev, cn->data, sizeof(ev));
+        if (ev.what == PROC_EVENT_FORK) {
                 pc->events++;
-                pc->cb(ev->event_data.fork.child_pid, ev->event_data.fork.child_tgid, pc->userdata);
+                pc->cb(ev.event_data.fork.child_pid, ev.event_data.fork.child_tgid, pc->userdata);
         }
         return NL_SKIP;
 }

@@ -581,7 +581,8 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
                 if (r < 0)
                         goto fail;
         }
-        qsort(t.items, t.n, sizeof(ThreadPrev), cmp_thread_prev);
+        if (t.n > 1)
+                qsort(t.items, t.n, sizeof(ThreadPrev), cmp_thread_prev);
         size_t n_scanned = t.n;
 
         r = runnable_raw(s, &stat, &schedstat, &t, dt_us, util_raw, run_raw);
@@ -664,7 +665,8 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
         }
 
         /* Commit: only now do this tick's counters become the previous ones. */
-        qsort(t.items, t.n, sizeof(ThreadPrev), cmp_thread_prev);
+        if (t.n > 1)
+                qsort(t.items, t.n, sizeof(ThreadPrev), cmp_thread_prev);
         free(s->threads);
         s->threads = t.items;
         s->n_threads = t.n;
