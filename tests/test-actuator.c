@@ -1152,6 +1152,40 @@ static void test_live_cgroup_removed(void **state) {
 }
 
 /* The threads backend, live: a cgroup2 group without the cpuset controller. */
+/* A thread created by a thread steerd pinned inherits the pin: it is
+ * recorded and given back with its creator's original on release. */
+static void test_live_inherited_pin(void **state) {
+        Live *l = *state;
+        LIVE_OR_SKIP(l);
+        ActuatorReport rep = {};
+        Worker child;
+        size_t nt;
+
+        _cleanup_(snapshot_freep) Snapshot *snap = live_snap_all(l);
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, l->w[0].tid, l->w[0].starttime, l->only1, &rep);
+        assert_int_equal(rep.applied, 1);
+        actuator_report_done(&rep);
+
+        /* The child is born with exactly the pinned mask, as clone() gives it. */
+        worker_start(&child);
+        pin(child.tid, l->only1);
+        assert_int_equal(actuator_adopt_child(l->a, l->name, child.tid), 1);
+        actuator_counts(l->a, &nt, NULL);
+        assert_int_equal(nt, 2);
+        /* Not twice, and not a thread whose mask is its own. */
+        assert_int_equal(actuator_adopt_child(l->a, l->name, child.tid), 0);
+        pin(l->w[1].tid, l->only0);
+        assert_int_equal(actuator_adopt_child(l->a, l->name, l->w[1].tid), 0);
+        /* Not for another cgroup. */
+        assert_int_equal(actuator_adopt_child(l->a, "/elsewhere", l->w[2].tid), 0);
+
+        assert_int_equal(actuator_release_all(l->a), 0);
+        assert_mask(l->w[0].tid, l->both);
+        assert_mask(child.tid, l->both);
+        assert_mask(l->w[1].tid, l->only0); /* never steerd's */
+        worker_stop(&child);
+}
+
 static void test_live_threads_backend(void **state) {
         Live *l = *state;
         LIVE_OR_SKIP(l);
@@ -1257,6 +1291,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_live_thread_exits, live_setup, live_teardown),
                 cmocka_unit_test_setup_teardown(test_live_cgroup_removed, live_setup, live_teardown),
                 cmocka_unit_test_setup_teardown(test_live_threads_backend, live_setup, live_teardown),
+                cmocka_unit_test_setup_teardown(test_live_inherited_pin, live_setup, live_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
