@@ -164,6 +164,8 @@ const CgroupState *policy_state_find_cgroup(const PolicyState *s, const char *pa
 
         if (!s || !path || s->n_cgroups == 0)
                 return NULL;
+        if (s->n_cgroups == 0)
+                return NULL;
         return bsearch(&key, s->cgroups, s->n_cgroups, sizeof(CgroupState), cgroup_state_cmp);
 }
 
@@ -184,6 +186,8 @@ const ThreadState *policy_cgroup_state_find_thread(const CgroupState *c, pid_t t
         ThreadState key = {.tid = tid, .starttime = starttime};
 
         if (!c || c->n_threads == 0)
+                return NULL;
+        if (c->n_threads == 0)
                 return NULL;
         return bsearch(&key, c->threads, c->n_threads, sizeof(ThreadState), thread_state_cmp);
 }

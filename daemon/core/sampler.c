@@ -129,6 +129,8 @@ static int cmp_thread_prev(const void *a, const void *b) {
 
 static ThreadPrev *thread_find(ThreadPrev *items, size_t n, pid_t tid) {
         ThreadPrev key = {.tid = tid};
+        if (n == 0)
+                return NULL; /* bsearch() wants a non-NULL base even then */
         return bsearch(&key, items, n, sizeof(ThreadPrev), cmp_thread_prev);
 }
 

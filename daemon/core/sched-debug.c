@@ -270,5 +270,7 @@ const SchedDebugCpu *sched_debug_find(const SchedDebug *d, unsigned cpu) {
 
         if (!d || d->n_cpus == 0)
                 return NULL;
+        if (d->n_cpus == 0)
+                return NULL;
         return bsearch(&key, d->cpus, d->n_cpus, sizeof(SchedDebugCpu), sched_debug_cpu_cmp);
 }
