@@ -46,9 +46,10 @@ command -v dpkg-deb >/dev/null || { echo "no dpkg-deb: .deb not built"; exit 0; 
 (cd "$TMP/build" && cpack -G DEB >/dev/null) || fail "cpack"
 DEB=$(ls "$TMP"/build/steerd_*.deb 2>/dev/null | head -1)
 [ -n "$DEB" ] || fail "no .deb built"
-dpkg-deb -c "$DEB" | grep -q "./usr/sbin/steerd" || fail ".deb lacks /usr/sbin/steerd"
-dpkg-deb -c "$DEB" | grep -q "./lib/systemd/system/steerd.service" || fail ".deb lacks the unit"
-dpkg-deb -I "$DEB" | grep -q "Depends:.*libhwloc" || fail ".deb does not depend on its libraries"
+dpkg-deb -c "$DEB" >"$TMP/contents" && dpkg-deb -I "$DEB" >"$TMP/info" || fail "dpkg-deb cannot read the .deb"
+grep -q "\./usr/sbin/steerd$" "$TMP/contents" || fail ".deb lacks /usr/sbin/steerd"
+grep -q "\./lib/systemd/system/steerd.service$" "$TMP/contents" || fail ".deb lacks the unit"
+grep -q "Depends:.*libhwloc" "$TMP/info" || fail ".deb does not depend on its libraries"
 echo "built $(basename "$DEB")"
 
 # Install and remove it for real, only where that cannot clobber anything.

@@ -32,11 +32,14 @@ static char *fixture(const char *name) {
 /* s with the first occurrence of from replaced; from must occur. */
 static char *replace(const char *s, const char *from, const char *to) {
         const char *at = strstr(s, from);
-        char *r;
+        char *r = NULL;
 
         if (!at)
                 fail_msg("\"%s\" not in the input", from);
-        assert_true(asprintf(&r, "%.*s%s%s", (int) (at - s), s, to, at + strlen(from)) > 0);
+        /* An offset, not a pointer: GCC 12 sees cmocka's longjmp as a dangling use. */
+        size_t off = at ? (size_t) (at - s) : 0;
+        if (asprintf(&r, "%.*s%s%s", (int) off, s, to, s + off + strlen(from)) < 0)
+                fail_msg("out of memory");
         return r;
 }
 
@@ -45,9 +48,11 @@ static unsigned line_of(const char *s, const char *needle) {
         const char *at = strstr(s, needle);
         unsigned line = 1;
 
-        assert_non_null(at);
-        for (const char *p = s; p < at; p++)
-                if (*p == '\n')
+        if (!at)
+                fail_msg("\"%s\" not in the input", needle);
+        size_t off = at ? (size_t) (at - s) : 0;
+        for (size_t i = 0; i < off; i++)
+                if (s[i] == '\n')
                         line++;
         return line;
 }

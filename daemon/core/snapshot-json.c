@@ -142,7 +142,7 @@ typedef struct Ctx {
 } Ctx;
 
 static int field(const Ctx *x, json_object *o, const char *key, json_type type, json_object **ret) {
-        json_object *v;
+        json_object *v = NULL;
         if (!json_object_object_get_ex(o, key, &v))
                 return log_parse_error(x->file, x->line, "missing field \"%s\"", key);
         /* Integers are acceptable where doubles are due. */
@@ -154,7 +154,7 @@ static int field(const Ctx *x, json_object *o, const char *key, json_type type, 
 }
 
 static int get_u64(const Ctx *x, json_object *o, const char *key, uint64_t *ret) {
-        json_object *v;
+        json_object *v = NULL;
         int r = field(x, o, key, json_type_int, &v);
         if (r < 0)
                 return r;
@@ -165,7 +165,7 @@ static int get_u64(const Ctx *x, json_object *o, const char *key, uint64_t *ret)
 }
 
 static int get_int(const Ctx *x, json_object *o, const char *key, int lo, int hi, int *ret) {
-        json_object *v;
+        json_object *v = NULL;
         int r = field(x, o, key, json_type_int, &v);
         if (r < 0)
                 return r;
@@ -177,7 +177,7 @@ static int get_int(const Ctx *x, json_object *o, const char *key, int lo, int hi
 }
 
 static int get_double(const Ctx *x, json_object *o, const char *key, double *ret) {
-        json_object *v;
+        json_object *v = NULL;
         int r = field(x, o, key, json_type_double, &v);
         if (r < 0)
                 return r;
@@ -189,7 +189,7 @@ static int get_double(const Ctx *x, json_object *o, const char *key, double *ret
 }
 
 static int get_bool(const Ctx *x, json_object *o, const char *key, bool *ret) {
-        json_object *v;
+        json_object *v = NULL;
         int r = field(x, o, key, json_type_boolean, &v);
         if (r < 0)
                 return r;
@@ -198,7 +198,7 @@ static int get_bool(const Ctx *x, json_object *o, const char *key, bool *ret) {
 }
 
 static int get_cpuset(const Ctx *x, json_object *o, const char *key, CpuSet *ret) {
-        json_object *v;
+        json_object *v = NULL;
         int r = field(x, o, key, json_type_string, &v);
         if (r < 0)
                 return r;
@@ -217,14 +217,14 @@ static int array(const Ctx *x, json_object *o, const char *key, json_object **re
 }
 
 static int parse_thread(const Ctx *x, json_object *o, ThreadSample *t) {
-        int tid;
+        int tid = 0;
         if (get_int(x, o, "tid", 1, INT32_MAX, &tid) < 0 || get_u64(x, o, "starttime", &t->starttime) < 0 ||
             get_int(x, o, "cpu", -1, INT32_MAX, &t->cpu) < 0 || get_cpuset(x, o, "allowed", &t->allowed) < 0 ||
             get_double(x, o, "util", &t->util) < 0 || get_double(x, o, "wait", &t->wait) < 0)
                 return -EBADMSG;
         t->tid = tid;
         /* Optional: older recordings lack them. */
-        json_object *v;
+        json_object *v = NULL;
         if (json_object_object_get_ex(o, "run_delay_ns", &v))
                 t->run_delay_ns = json_object_get_uint64(v);
         if (json_object_object_get_ex(o, "nr_migrations", &v))
@@ -233,7 +233,7 @@ static int parse_thread(const Ctx *x, json_object *o, ThreadSample *t) {
 }
 
 static int parse_cgroup(const Ctx *x, json_object *o, CgroupSample *c) {
-        json_object *v, *threads;
+        json_object *v = NULL, *threads = NULL;
         size_t n;
 
         if (field(x, o, "path", json_type_string, &v) < 0)
@@ -266,7 +266,7 @@ static int parse_cgroup(const Ctx *x, json_object *o, CgroupSample *c) {
 int snapshot_from_json_string(const char *text, const char *file, unsigned line, Snapshot **ret) {
         _cleanup_(snapshot_freep) Snapshot *s = calloc(1, sizeof(Snapshot));
         _cleanup_(json_object_putp) json_object *o = NULL;
-        json_object *v, *cpus, *llcs, *cgroups, *source, *psi;
+        json_object *v = NULL, *cpus = NULL, *llcs = NULL, *cgroups = NULL, *source = NULL, *psi = NULL;
         enum json_tokener_error jerr;
         Ctx x = {file, line};
         size_t n;
@@ -298,7 +298,7 @@ int snapshot_from_json_string(const char *text, const char *file, unsigned line,
         for (size_t i = 0; i < n; i++) {
                 json_object *l = json_object_array_get_idx(llcs, i);
                 LlcSample *ls = &s->llcs[i];
-                int id, weight, nr;
+                int id = 0, weight = 0, nr = 0;
                 s->n_llcs = i + 1;
                 if (get_int(&x, l, "id", 0, INT32_MAX, &id) < 0 || get_cpuset(&x, l, "cpus", &ls->cpus) < 0 ||
                     get_int(&x, l, "weight", 0, INT32_MAX, &weight) < 0 || get_double(&x, l, "util", &ls->util) < 0 ||
@@ -321,7 +321,7 @@ int snapshot_from_json_string(const char *text, const char *file, unsigned line,
         for (size_t i = 0; i < n; i++) {
                 json_object *c = json_object_array_get_idx(cpus, i);
                 CpuSample *cs = &s->cpus[i];
-                int cpu;
+                int cpu = 0;
                 if (get_int(&x, c, "cpu", 0, INT32_MAX, &cpu) < 0 ||
                     get_int(&x, c, "llc", -1, (int) s->n_llcs - 1, &cs->llc) < 0 ||
                     get_int(&x, c, "core", -1, INT32_MAX, &cs->core) < 0 || get_bool(&x, c, "online", &cs->online) < 0 ||
