@@ -5,16 +5,20 @@
 
 /* One overloaded LLC of 4 SMT2 cores (CPUs 0-7); /g's two threads on CPUs 0
  * and 1 at util 500, each waiting `wait`. The window opens at tick 0 on core 0. */
-static Snapshot *guard_snapshot(unsigned tick, double wait, double pressure) {
+static Snapshot *guard_snapshot_util(unsigned tick, double wait, double util, double pressure) {
         Snapshot *s = topo_new(1, 4, 2, tick * TICK_US);
 
         topo_set_llc(s, 0, 1000, 1000);
         size_t cg = topo_add_cgroup(s, "/g", CGROUP_POLICY_LATENCY, NULL);
         s->cgroups[cg].pressure_some_avg10 = pressure;
-        topo_add_thread(s, cg, 11, 1, 0, 500, wait);
-        topo_add_thread(s, cg, 12, 1, 1, 500, wait);
+        topo_add_thread(s, cg, 11, 1, 0, util, wait);
+        topo_add_thread(s, cg, 12, 1, 1, util, wait);
         topo_finish(s);
         return s;
+}
+
+static Snapshot *guard_snapshot(unsigned tick, double wait, double pressure) {
+        return guard_snapshot_util(tick, wait, 500, pressure);
 }
 
 static Plan *guard_step(PolicyState *state, const Settings *st, unsigned tick, double wait,
@@ -52,7 +56,7 @@ static void test_worse_reverts_and_backs_off(void **unused) {
                         reverted_at[n_reverted++] = tick;
                         assert_cpus(rev, "0-7");
                         assert_non_null(
-                                strstr(rev->reason, "wait worse: 600 > before 100 x 110% + floor 20"));
+                                strstr(rev->reason, "wait per CPU received worse: 600 (at util 1000 -> 1000) > before 100 x 110% + floor 20"));
                 }
         }
         assert_int_equal(n_applied, 3);
@@ -124,6 +128,38 @@ static void test_pressure_reverts(void **unused) {
         }
 }
 
+/* Wait is judged per unit of CPU received: a window under which the group
+ * gets three times the CPU and waits three times as long is kept (pinned
+ * hackbench groups do just that, and run faster); the same wait with the
+ * same CPU is reverted; the same wait with a third of the CPU is reverted. */
+static void test_wait_per_cpu_received(void **unused) {
+        static const struct {
+                double wait_after, util_after;
+                bool reverted;
+        } cases[] = {
+                {150, 750, false},
+                {150, 250, true},
+                {50, 250 / 3.0, true},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                Settings st;
+                bool reverted = false;
+
+                settings_latency(&st);
+                assert_int_equal(policy_state_new(&state), 0);
+                for (unsigned tick = 0; tick <= 10; tick++) {
+                        _cleanup_(snapshot_freep) Snapshot *s = guard_snapshot_util(
+                                tick, tick == 0 ? 50 : cases[i].wait_after, tick == 0 ? 250 : cases[i].util_after, 0);
+                        _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                        reverted = reverted || plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/g", 0);
+                }
+                if (reverted != cases[i].reverted)
+                        fail_msg("case %zu: reverted %d, expected %d", i, reverted, cases[i].reverted);
+        }
+}
+
 /* GuardWindowMs=0: no experiments, nothing judged. */
 static void test_guard_off(void **unused) {
         _cleanup_policy_state_ PolicyState *state = NULL;
@@ -192,6 +228,7 @@ int main(void) {
                 cmocka_unit_test(test_noise_is_kept),
                 cmocka_unit_test(test_pressure_reverts),
                 cmocka_unit_test(test_guard_off),
+                cmocka_unit_test(test_wait_per_cpu_received),
                 cmocka_unit_test(test_sticky_guard),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

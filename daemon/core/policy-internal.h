@@ -16,9 +16,10 @@ typedef struct Experiment {
         bool active;
         uint64_t start_us, end_us;
         double before_wait;     /* Σ wait of the affected threads at decision time */
+        double before_util;     /* Σ util (CPU received) of the same threads */
         double before_pressure; /* the cgroup's pressure_some_avg10 at decision time */
         unsigned n_threads;     /* affected threads at decision time, for the noise floor */
-        double sum_wait, sum_pressure;
+        double sum_wait, sum_util, sum_pressure;
         unsigned n_samples;
 } Experiment;
 

@@ -206,18 +206,22 @@ void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c,
                 return;
         }
 
-        double wait = 0;
-        if (t)
+        double wait = 0, util = 0;
+        if (t) {
                 wait = t->sample->wait;
-        else
-                for (size_t i = 0; i < c->sample->n_threads; i++)
+                util = t->sample->util;
+        } else
+                for (size_t i = 0; i < c->sample->n_threads; i++) {
                         wait += c->sample->threads[i].wait;
+                        util += c->sample->threads[i].util;
+                }
 
         *e = (Experiment){
                 .active = true,
                 .start_us = ctx->now_us,
                 .end_us = ctx->now_us + window_us,
                 .before_wait = wait,
+                .before_util = util,
                 .before_pressure = c->sample->pressure_some_avg10,
                 .n_threads = t ? 1 : (unsigned) MAX(c->sample->n_threads, (size_t) 1),
         };
