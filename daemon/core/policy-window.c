@@ -12,8 +12,14 @@
  * mean util above ~60%). Widen back: nr_idle_scan >= WindowWidenScanPercent
  * of the weight (75%: mean util below ~43%). In between, windows stay and
  * may grow with their demand, but never shrink or move: the gap is the
- * hysteresis. Growing is immediate (it moves no thread); shrinking or moving
- * waits for MinResidencyMs since the cgroup's threads last moved.
+ * hysteresis. Shrinking or moving waits for MinResidencyMs since the
+ * cgroup's threads last moved. While the LLC stays overloaded, growing (or
+ * giving the whole LLC back) waits until the window has been too small for
+ * MinResidencyMs: in an overloaded LLC every group uses what it can get, so
+ * the moment others are confined one group's demand spikes, and growing on
+ * the spike made windows flap (seen with four hackbench groups on 2 CPUs).
+ * A window that is too small for good shows as more wait per CPU received,
+ * which the guard reverts.
  *
  * Size: whole cores, at least MinWindowCores, enough CPUs for nr_idle_scan
  * and for the demand with WindowHeadroom; at most what the cgroup may use in
@@ -186,6 +192,24 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
         }
         for (size_t s = 0; s < w->n_slots; s++)
                 w->slots[s].old = false;
+
+        /* Overloaded: a held window grows only on a shortfall that lasts. */
+        bool grows = cand->held && llc->overloaded && !hwloc_bitmap_isequal(w->mask, cur) &&
+                     hwloc_bitmap_isincluded(cur, w->mask);
+        if (!grows)
+                c->window_short_since_us = 0;
+        else if (c->window_short_since_us == 0 ||
+                 ctx->now_us - c->window_short_since_us < st->min_residency_ms * USEC_PER_MSEC) {
+                if (c->window_short_since_us == 0)
+                        c->window_short_since_us = ctx->now_us;
+                size_t n = 0;
+                for (size_t s = 0; s < w->n_slots; s++)
+                        if (hwloc_bitmap_intersects(w->slots[s].cpus, c->window.mask))
+                                w->chosen[n++] = &w->slots[s];
+                account(w->chosen, n, cand->demand);
+                return 0;
+        } else
+                c->window_short_since_us = 0;
 
         /* A window covering all the cgroup may use narrows nothing. */
         if (hwloc_bitmap_isequal(w->mask, base)) {
