@@ -15,30 +15,21 @@ static void sleep_us(uint64_t us) {
 }
 
 int run_once(const Args *args, const Config *config) {
-        _cleanup_(rootdir_freep) RootDir *root = NULL;
-        _cleanup_(topology_freep) Topology *topo = NULL;
-        _cleanup_(sampler_freep) Sampler *sampler = NULL;
+        _cleanup_(sampling_setup_done) SamplingSetup setup = {};
         _cleanup_(snapshot_freep) Snapshot *snap = NULL;
-        _cleanup_(resolved_cgroups_done) ResolvedCgroups cgroups = {};
         uint64_t interval_us = (args->interval_ms ?: 1000) * USEC_PER_MSEC;
         int r;
 
-        r = open_root_and_topology(args, &root, &topo);
-        if (r < 0)
-                return r;
-        r = sampler_new(root, topo, &config->settings, &sampler);
-        if (r < 0)
-                return log_error_errno(r, "Cannot set up the sampler");
-        r = resolve_config_cgroups(root, config, &cgroups);
+        r = sampling_setup(args, config, &setup);
         if (r < 0)
                 return r;
 
         uint64_t t0 = now_monotonic_us();
-        r = sampler_sample(sampler, t0, cgroups.items, cgroups.n, &snap);
+        r = sampler_sample(setup.sampler, t0, setup.cgroups.items, setup.cgroups.n, &snap);
         if (r != -EAGAIN)
                 return r < 0 ? r : -EINVAL;
         sleep_us(interval_us);
-        r = sampler_sample(sampler, now_monotonic_us(), cgroups.items, cgroups.n, &snap);
+        r = sampler_sample(setup.sampler, now_monotonic_us(), setup.cgroups.items, setup.cgroups.n, &snap);
         if (r < 0)
                 return r;
 
@@ -49,7 +40,7 @@ int run_once(const Args *args, const Config *config) {
                         return log_error_errno(r, "Cannot format the snapshot");
                 puts(text);
         } else {
-                r = snapshot_format_text(snap, topo->source, stdout);
+                r = snapshot_format_text(snap, setup.topo->source, stdout);
                 if (r < 0)
                         return r;
         }

@@ -21,10 +21,7 @@ static int wait_until(uint64_t deadline_us, const sigset_t *mask) {
 }
 
 int run_record(const Args *args, const Config *config) {
-        _cleanup_(rootdir_freep) RootDir *root = NULL;
-        _cleanup_(topology_freep) Topology *topo = NULL;
-        _cleanup_(sampler_freep) Sampler *sampler = NULL;
-        _cleanup_(resolved_cgroups_done) ResolvedCgroups cgroups = {};
+        _cleanup_(sampling_setup_done) SamplingSetup setup = {};
         _cleanup_(fclosep) FILE *owned = NULL;
         uint64_t period_us = config->settings.sample_period_ms * USEC_PER_MSEC;
         FILE *out = stdout;
@@ -37,13 +34,7 @@ int run_record(const Args *args, const Config *config) {
                         return log_error_errno(errno, "Cannot open %s for writing", args->record);
                 out = owned;
         }
-        r = open_root_and_topology(args, &root, &topo);
-        if (r < 0)
-                return r;
-        r = sampler_new(root, topo, &config->settings, &sampler);
-        if (r < 0)
-                return log_error_errno(r, "Cannot set up the sampler");
-        r = resolve_config_cgroups(root, config, &cgroups);
+        r = sampling_setup(args, config, &setup);
         if (r < 0)
                 return r;
 
@@ -56,7 +47,7 @@ int run_record(const Args *args, const Config *config) {
         uint64_t next = now_monotonic_us(), written = 0;
         for (;;) {
                 _cleanup_(snapshot_freep) Snapshot *snap = NULL;
-                r = sampler_sample(sampler, now_monotonic_us(), cgroups.items, cgroups.n, &snap);
+                r = sampler_sample(setup.sampler, now_monotonic_us(), setup.cgroups.items, setup.cgroups.n, &snap);
                 if (r >= 0) {
                         _cleanup_(freep) char *line = NULL;
                         r = snapshot_to_json_string(snap, &line);

@@ -57,3 +57,29 @@ uint64_t now_monotonic_us(void) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
 }
+
+void sampling_setup_done(SamplingSetup *s) {
+        resolved_cgroups_done(&s->cgroups);
+        sampler_free(s->sampler);
+        topology_free(s->topo);
+        rootdir_free(s->root);
+        *s = (SamplingSetup) {};
+}
+
+int sampling_setup(const Args *args, const Config *config, SamplingSetup *ret) {
+        _cleanup_(sampling_setup_done) SamplingSetup s = {};
+        int r;
+
+        r = open_root_and_topology(args, &s.root, &s.topo);
+        if (r < 0)
+                return r;
+        r = sampler_new(s.root, s.topo, &config->settings, &s.sampler);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the sampler");
+        r = resolve_config_cgroups(s.root, config, &s.cgroups);
+        if (r < 0)
+                return r;
+        *ret = s;
+        s = (SamplingSetup) {};
+        return 0;
+}

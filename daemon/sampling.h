@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "sampler.h"
+#include "steerd.h"
 
 typedef struct ResolvedCgroups {
         SamplerCgroup *items;
@@ -19,3 +20,14 @@ void resolved_cgroups_done(ResolvedCgroups *r);
 int resolve_config_cgroups(const RootDir *root, const Config *config, ResolvedCgroups *ret);
 
 uint64_t now_monotonic_us(void);
+
+/* What --once and --record sample with. */
+typedef struct SamplingSetup {
+        RootDir *root;
+        Topology *topo;
+        Sampler *sampler;
+        ResolvedCgroups cgroups;
+} SamplingSetup;
+
+int sampling_setup(const Args *args, const Config *config, SamplingSetup *ret);
+void sampling_setup_done(SamplingSetup *s);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "actuator-internal.h"
+#include "json-util.h"
 
 /* The state file: what steerd owns, so that a successor can give it back
  * after a crash (DESIGN.md 5.2). Keyed by (tid, starttime): a reused tid is
@@ -26,27 +27,6 @@
 
 #define STATE_VERSION 1
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
-
-static json_object *json_cpuset(hwloc_const_bitmap_t s) {
-        _cleanup_(freep) char *text = NULL;
-        if (!s)
-                return NULL; /* JSON null */
-        if (cpuset_format(s, &text) < 0)
-                return NULL;
-        return json_object_new_string(text);
-}
-
-static int add(json_object *o, const char *key, json_object *v, bool nullable) {
-        if (!v && !nullable)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static int state_to_json(const Actuator *a, json_object **ret) {
         _cleanup_(json_object_putp) json_object *root = json_object_new_object();
         json_object *threads = json_object_new_array(), *cgroups = json_object_new_array();
@@ -57,12 +37,12 @@ static int state_to_json(const Actuator *a, json_object **ret) {
                 json_object_put(cgroups);
                 return -ENOMEM;
         }
-        if ((r = add(root, "version", json_object_new_int(STATE_VERSION), false)) < 0 ||
-            (r = add(root, "threads", threads, false)) < 0) {
+        if ((r = json_add_full(root, "version", json_object_new_int(STATE_VERSION), false)) < 0 ||
+            (r = json_add_full(root, "threads", threads, false)) < 0) {
                 json_object_put(cgroups);
                 return r;
         }
-        r = add(root, "cgroups", cgroups, false);
+        r = json_add_full(root, "cgroups", cgroups, false);
         if (r < 0)
                 return r;
 
@@ -73,14 +53,14 @@ static int state_to_json(const Actuator *a, json_object **ret) {
                         json_object_put(o);
                         return -ENOMEM;
                 }
-                if ((r = add(o, "tid", json_object_new_int64(t->tid), false)) < 0 ||
-                    (r = add(o, "starttime", json_object_new_uint64(t->starttime), false)) < 0 ||
-                    (r = add(o, "cgroup", json_object_new_string(t->cgroup), false)) < 0 ||
-                    (r = add(o, "original", json_cpuset(t->original), false)) < 0 ||
-                    (r = add(o, "original_full", json_object_new_boolean(t->original_full), false)) < 0 ||
-                    (r = add(o, "request", json_cpuset(t->request), !t->request)) < 0 ||
-                    (r = add(o, "last_set", json_cpuset(t->last_set), false)) < 0 ||
-                    (r = add(o, "pending", json_cpuset(t->pending), !t->pending)) < 0)
+                if ((r = json_add_full(o, "tid", json_object_new_int64(t->tid), false)) < 0 ||
+                    (r = json_add_full(o, "starttime", json_object_new_uint64(t->starttime), false)) < 0 ||
+                    (r = json_add_full(o, "cgroup", json_object_new_string(t->cgroup), false)) < 0 ||
+                    (r = json_add_full(o, "original", json_cpuset(t->original), false)) < 0 ||
+                    (r = json_add_full(o, "original_full", json_object_new_boolean(t->original_full), false)) < 0 ||
+                    (r = json_add_full(o, "request", json_cpuset(t->request), !t->request)) < 0 ||
+                    (r = json_add_full(o, "last_set", json_cpuset(t->last_set), false)) < 0 ||
+                    (r = json_add_full(o, "pending", json_cpuset(t->pending), !t->pending)) < 0)
                         return r;
         }
         for (size_t i = 0; i < a->n_owned; i++) {
@@ -90,18 +70,18 @@ static int state_to_json(const Actuator *a, json_object **ret) {
                         json_object_put(o);
                         return -ENOMEM;
                 }
-                if ((r = add(o, "name", json_object_new_string(c->name), false)) < 0 ||
-                    (r = add(o, "dir", json_object_new_string(c->dir), false)) < 0 ||
-                    (r = add(o, "v2", json_object_new_boolean(c->v2), false)) < 0 ||
-                    (r = add(o, "backend", json_object_new_string(actuator_backend_to_string(c->backend)),
+                if ((r = json_add_full(o, "name", json_object_new_string(c->name), false)) < 0 ||
+                    (r = json_add_full(o, "dir", json_object_new_string(c->dir), false)) < 0 ||
+                    (r = json_add_full(o, "v2", json_object_new_boolean(c->v2), false)) < 0 ||
+                    (r = json_add_full(o, "backend", json_object_new_string(actuator_backend_to_string(c->backend)),
                              false)) < 0 ||
-                    (r = add(o, "unit", c->unit ? json_object_new_string(c->unit) : NULL, !c->unit)) < 0 ||
-                    (r = add(o, "original_text",
+                    (r = json_add_full(o, "unit", c->unit ? json_object_new_string(c->unit) : NULL, !c->unit)) < 0 ||
+                    (r = json_add_full(o, "original_text",
                              c->original_text ? json_object_new_string(c->original_text) : NULL,
                              !c->original_text)) < 0 ||
-                    (r = add(o, "original", json_cpuset(c->original), !c->original)) < 0 ||
-                    (r = add(o, "window", json_cpuset(c->window), !c->window)) < 0 ||
-                    (r = add(o, "pending", json_cpuset(c->pending), !c->pending)) < 0)
+                    (r = json_add_full(o, "original", json_cpuset(c->original), !c->original)) < 0 ||
+                    (r = json_add_full(o, "window", json_cpuset(c->window), !c->window)) < 0 ||
+                    (r = json_add_full(o, "pending", json_cpuset(c->pending), !c->pending)) < 0)
                         return r;
         }
         *ret = TAKE_PTR(root);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <json-c/json.h>
 
+#include "json-util.h"
 #include "plan.h"
 
 static const char *const action_kind_table[_ACTION_KIND_MAX] = {
@@ -111,17 +112,6 @@ size_t plan_count_moves(const Plan *p) {
         return n;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
-
-static int json_add(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
 
 static int action_to_json(const Action *a, json_object **ret) {
         _cleanup_(json_object_putp) json_object *o = NULL;

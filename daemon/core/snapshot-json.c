@@ -4,85 +4,50 @@
 #include "log.h"
 #include "snapshot-json.h"
 
-json_object *json_double_1(double d) {
-        char buf[64];
-        if (!isfinite(d))
-                d = 0;
-        snprintf(buf, sizeof(buf), "%.1f", d);
-        return json_object_new_double_s(strtod(buf, NULL), buf);
-}
-
-json_object *json_cpuset(const hwloc_const_bitmap_t set) {
-        _cleanup_(freep) char *s = NULL;
-        if (cpuset_format(set, &s) < 0)
-                return NULL;
-        return json_object_new_string(s);
-}
-
-static int add(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int append(json_object *a, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_array_add(a, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static json_object *cpu_to_json(const CpuSample *c) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-        if (!o || add(o, "cpu", json_object_new_int64(c->cpu)) < 0 || add(o, "llc", json_object_new_int(c->llc)) < 0 ||
-            add(o, "core", json_object_new_int(c->core)) < 0 || add(o, "online", json_object_new_boolean(c->online)) < 0 ||
-            add(o, "util", json_double_1(c->util)) < 0 || add(o, "runnable", json_double_1(c->runnable)) < 0 ||
-            add(o, "boosted", json_double_1(c->boosted)) < 0)
+        if (!o || json_add(o, "cpu", json_object_new_int64(c->cpu)) < 0 || json_add(o, "llc", json_object_new_int(c->llc)) < 0 ||
+            json_add(o, "core", json_object_new_int(c->core)) < 0 || json_add(o, "online", json_object_new_boolean(c->online)) < 0 ||
+            json_add(o, "util", json_double_1(c->util)) < 0 || json_add(o, "runnable", json_double_1(c->runnable)) < 0 ||
+            json_add(o, "boosted", json_double_1(c->boosted)) < 0)
                 return NULL;
         return TAKE_PTR(o);
 }
 
 static json_object *llc_to_json(const LlcSample *l) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-        if (!o || add(o, "id", json_object_new_int64(l->id)) < 0 || add(o, "cpus", json_cpuset(l->cpus)) < 0 ||
-            add(o, "weight", json_object_new_int64(l->weight)) < 0 || add(o, "util", json_double_1(l->util)) < 0 ||
-            add(o, "boosted", json_double_1(l->boosted)) < 0 ||
-            add(o, "nr_idle_scan", json_object_new_int64(l->nr_idle_scan)) < 0 ||
-            add(o, "overloaded", json_object_new_boolean(l->overloaded)) < 0)
+        if (!o || json_add(o, "id", json_object_new_int64(l->id)) < 0 || json_add(o, "cpus", json_cpuset(l->cpus)) < 0 ||
+            json_add(o, "weight", json_object_new_int64(l->weight)) < 0 || json_add(o, "util", json_double_1(l->util)) < 0 ||
+            json_add(o, "boosted", json_double_1(l->boosted)) < 0 ||
+            json_add(o, "nr_idle_scan", json_object_new_int64(l->nr_idle_scan)) < 0 ||
+            json_add(o, "overloaded", json_object_new_boolean(l->overloaded)) < 0)
                 return NULL;
         return TAKE_PTR(o);
 }
 
 static json_object *thread_to_json(const ThreadSample *t) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-        if (!o || add(o, "tid", json_object_new_int64(t->tid)) < 0 ||
-            add(o, "starttime", json_object_new_uint64(t->starttime)) < 0 || add(o, "cpu", json_object_new_int(t->cpu)) < 0 ||
-            add(o, "allowed", json_cpuset(t->allowed)) < 0 || add(o, "util", json_double_1(t->util)) < 0 ||
-            add(o, "wait", json_double_1(t->wait)) < 0 ||
-            add(o, "run_delay_ns", json_object_new_uint64(t->run_delay_ns)) < 0 ||
-            add(o, "nr_migrations", json_object_new_uint64(t->nr_migrations)) < 0)
+        if (!o || json_add(o, "tid", json_object_new_int64(t->tid)) < 0 ||
+            json_add(o, "starttime", json_object_new_uint64(t->starttime)) < 0 || json_add(o, "cpu", json_object_new_int(t->cpu)) < 0 ||
+            json_add(o, "allowed", json_cpuset(t->allowed)) < 0 || json_add(o, "util", json_double_1(t->util)) < 0 ||
+            json_add(o, "wait", json_double_1(t->wait)) < 0 ||
+            json_add(o, "run_delay_ns", json_object_new_uint64(t->run_delay_ns)) < 0 ||
+            json_add(o, "nr_migrations", json_object_new_uint64(t->nr_migrations)) < 0)
                 return NULL;
         return TAKE_PTR(o);
 }
 
 static json_object *cgroup_to_json(const CgroupSample *c) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *threads = json_object_new_array();
-        if (!o || !threads || add(o, "path", json_object_new_string(c->path)) < 0 ||
-            add(o, "policy", json_object_new_string(cgroup_policy_to_string(c->policy))) < 0 ||
-            add(o, "allowed", json_cpuset(c->allowed)) < 0 || add(o, "cpus", json_cpuset(c->cpus)) < 0 ||
-            add(o, "pressure_some_avg10", json_double_1(c->pressure_some_avg10)) < 0)
+        if (!o || !threads || json_add(o, "path", json_object_new_string(c->path)) < 0 ||
+            json_add(o, "policy", json_object_new_string(cgroup_policy_to_string(c->policy))) < 0 ||
+            json_add(o, "allowed", json_cpuset(c->allowed)) < 0 || json_add(o, "cpus", json_cpuset(c->cpus)) < 0 ||
+            json_add(o, "pressure_some_avg10", json_double_1(c->pressure_some_avg10)) < 0)
                 return NULL;
         for (size_t i = 0; i < c->n_threads; i++)
-                if (append(threads, thread_to_json(&c->threads[i])) < 0)
+                if (json_append(threads, thread_to_json(&c->threads[i])) < 0)
                         return NULL;
-        if (add(o, "threads", TAKE_PTR(threads)) < 0)
+        if (json_add(o, "threads", TAKE_PTR(threads)) < 0)
                 return NULL;
         return TAKE_PTR(o);
 }
@@ -94,25 +59,25 @@ int snapshot_to_json(const Snapshot *s, json_object **ret) {
 
         if (!o || !source || !cpus || !llcs || !psi || !cgroups)
                 return -ENOMEM;
-        if (add(o, "time_us", json_object_new_uint64(s->time_us)) < 0 ||
-            add(o, "period_us", json_object_new_uint64(s->period_us)) < 0 ||
-            add(source, "runnable", json_object_new_string(runnable_source_to_string(s->source))) < 0 ||
-            add(source, "threads_truncated", json_object_new_boolean(s->threads_truncated)) < 0 ||
-            add(o, "source", TAKE_PTR(source)) < 0)
+        if (json_add(o, "time_us", json_object_new_uint64(s->time_us)) < 0 ||
+            json_add(o, "period_us", json_object_new_uint64(s->period_us)) < 0 ||
+            json_add(source, "runnable", json_object_new_string(runnable_source_to_string(s->source))) < 0 ||
+            json_add(source, "threads_truncated", json_object_new_boolean(s->threads_truncated)) < 0 ||
+            json_add(o, "source", TAKE_PTR(source)) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < s->n_cpus; i++)
-                if (append(cpus, cpu_to_json(&s->cpus[i])) < 0)
+                if (json_append(cpus, cpu_to_json(&s->cpus[i])) < 0)
                         return -ENOMEM;
         for (size_t i = 0; i < s->n_llcs; i++)
-                if (append(llcs, llc_to_json(&s->llcs[i])) < 0)
+                if (json_append(llcs, llc_to_json(&s->llcs[i])) < 0)
                         return -ENOMEM;
         for (size_t i = 0; i < s->n_cgroups; i++)
-                if (append(cgroups, cgroup_to_json(&s->cgroups[i])) < 0)
+                if (json_append(cgroups, cgroup_to_json(&s->cgroups[i])) < 0)
                         return -ENOMEM;
-        if (add(psi, "some_avg10", json_double_1(s->psi_some_avg10)) < 0 ||
-            add(psi, "full_avg10", json_double_1(s->psi_full_avg10)) < 0 || add(o, "cpus", TAKE_PTR(cpus)) < 0 ||
-            add(o, "llcs", TAKE_PTR(llcs)) < 0 || add(o, "psi", TAKE_PTR(psi)) < 0 ||
-            add(o, "cgroups", TAKE_PTR(cgroups)) < 0)
+        if (json_add(psi, "some_avg10", json_double_1(s->psi_some_avg10)) < 0 ||
+            json_add(psi, "full_avg10", json_double_1(s->psi_full_avg10)) < 0 || json_add(o, "cpus", TAKE_PTR(cpus)) < 0 ||
+            json_add(o, "llcs", TAKE_PTR(llcs)) < 0 || json_add(o, "psi", TAKE_PTR(psi)) < 0 ||
+            json_add(o, "cgroups", TAKE_PTR(cgroups)) < 0)
                 return -ENOMEM;
 
         *ret = TAKE_PTR(o);
