@@ -7,7 +7,6 @@
 #include "snapshot-json.h"
 #include "steerd-bus.h"
 
-
 /* ---- privilege ---- */
 
 /* polkit, when it runs: CheckAuthorization for the caller's bus name. No
@@ -70,7 +69,8 @@ static int property_get_mode(sd_bus *bus, const char *path, const char *interfac
 static int property_get_period(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        return sd_bus_message_append(reply, "t", (uint64_t) (m->config->settings.sample_period_ms * USEC_PER_MSEC));
+        return sd_bus_message_append(reply, "t",
+                                     (uint64_t) (m->config->settings.sample_period_ms * USEC_PER_MSEC));
 }
 
 static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -84,9 +84,9 @@ static int property_get_counters(sd_bus *bus, const char *path, const char *inte
         ManagerCounters c;
 
         manager_counters(m, &c);
-        return sd_bus_message_append(reply, "a{st}", 7, "ticks", c.ticks, "applied", c.applied, "kept", c.kept,
-                                     "reverted", c.reverted, "restored", c.restored, "failed", c.failed, "adopted",
-                                     c.adopted);
+        return sd_bus_message_append(reply, "a{st}", 7, "ticks", c.ticks, "applied", c.applied, "kept",
+                                     c.kept, "reverted", c.reverted, "restored", c.restored, "failed",
+                                     c.failed, "adopted", c.adopted);
 }
 
 /* ---- methods ---- */
@@ -118,10 +118,11 @@ static int check_cgroup_arg(const char *cgroup, sd_bus_error *error) {
                 return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
                                          "A cgroup path is at most %d characters", STEERD_BUS_PATH_MAX);
         if (config_validate_cgroup_path(cgroup) < 0)
-                return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
-                                         "'%.256s' is not a cgroup: give an absolute path such as /bench1 or "
-                                         "/system.slice/app.service, without '.' or '..'",
-                                         cgroup);
+                return sd_bus_error_setf(
+                        error, STEERD_ERROR_INVALID_ARGUMENT,
+                        "'%.256s' is not a cgroup: give an absolute path such as /bench1 or "
+                        "/system.slice/app.service, without '.' or '..'",
+                        cgroup);
         return 0;
 }
 
@@ -168,7 +169,8 @@ static int method_opt_out(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 return r;
         r = manager_opt_out(m, cgroup);
         if (r == -ENOENT)
-                return sd_bus_error_setf(error, STEERD_ERROR_NO_SUCH_CGROUP, "Cgroup %s is not opted in", cgroup);
+                return sd_bus_error_setf(error, STEERD_ERROR_NO_SUCH_CGROUP, "Cgroup %s is not opted in",
+                                         cgroup);
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, NULL);
@@ -244,20 +246,22 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Mode", "s", property_get_mode, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("SamplePeriodUSec", "t", property_get_period, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("SamplePeriodUSec", "t", property_get_period, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Counters", "a{st}", property_get_counters, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("SetMode", SD_BUS_ARGS("s", mode), SD_BUS_NO_RESULT, method_set_mode,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("OptIn", SD_BUS_ARGS("s", cgroup, "s", policy), SD_BUS_NO_RESULT, method_opt_in,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("OptIn", SD_BUS_ARGS("s", cgroup, "s", policy), SD_BUS_NO_RESULT,
+                                method_opt_in, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("OptOut", SD_BUS_ARGS("s", cgroup), SD_BUS_NO_RESULT, method_opt_out,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListCgroups", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssu)", cgroups),
                                 method_list_cgroups, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Describe", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json), method_describe,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("ModeChanged", SD_BUS_ARGS("s", mode), 0),
         SD_BUS_SIGNAL_WITH_ARGS("LLCOverload", SD_BUS_ARGS("u", llc, "b", overloaded, "d", util), 0),
         SD_BUS_SIGNAL_WITH_ARGS("ActionsApplied", SD_BUS_ARGS("u", count, "s", plan), 0),
@@ -274,9 +278,11 @@ int bus_setup(Manager *m) {
                 return log_error_errno(r, "Cannot add the bus object");
         r = sd_bus_request_name(m->bus, STEERD_BUS_NAME, 0);
         if (r < 0)
-                return log_error_errno(r, "Cannot own %s on the system bus (is another steerd running, or the bus "
-                                          "policy not installed?)",
-                                       STEERD_BUS_NAME);
+                return log_error_errno(
+                        r,
+                        "Cannot own %s on the system bus (is another steerd running, or the bus "
+                        "policy not installed?)",
+                        STEERD_BUS_NAME);
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Cannot attach the bus to the event loop");
@@ -297,14 +303,15 @@ void bus_emit_tick(Manager *m, const Snapshot *prev, const Snapshot *cur, const 
         for (size_t i = 0; i < cur->n_llcs; i++) {
                 bool was = prev && i < prev->n_llcs ? prev->llcs[i].overloaded : false;
                 if (cur->llcs[i].overloaded != was)
-                        (void) sd_bus_emit_signal(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, "LLCOverload",
-                                                  "ubd", (uint32_t) i, (int) cur->llcs[i].overloaded,
-                                                  cur->llcs[i].util);
+                        (void) sd_bus_emit_signal(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE,
+                                                  "LLCOverload", "ubd", (uint32_t) i,
+                                                  (int) cur->llcs[i].overloaded, cur->llcs[i].util);
         }
         if (applied && applied->n_actions > 0) {
                 _cleanup_(freep) char *json = NULL;
                 if (plan_to_json(applied, (unsigned) m->ticks, &json) >= 0)
-                        (void) sd_bus_emit_signal(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, "ActionsApplied",
-                                                  "us", (uint32_t) applied->n_actions, json);
+                        (void) sd_bus_emit_signal(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE,
+                                                  "ActionsApplied", "us", (uint32_t) applied->n_actions,
+                                                  json);
         }
 }

@@ -60,8 +60,9 @@ int manager_refresh_optins(Manager *m, uint64_t now_us, bool rescan_xattrs) {
                 m->xattr_scanned_us = now_us;
         }
 
-        r = optin_set_build(m->root, &m->mounts, m->runtime.opt_ins, m->runtime.n_opt_ins, m->config->opt_ins,
-                            m->config->n_opt_ins, m->xattr_optins, m->n_xattr_optins, &next);
+        r = optin_set_build(m->root, &m->mounts, m->runtime.opt_ins, m->runtime.n_opt_ins,
+                            m->config->opt_ins, m->config->n_opt_ins, m->xattr_optins, m->n_xattr_optins,
+                            &next);
         if (r < 0)
                 return log_error_errno(r, "Cannot resolve the opted-in cgroups");
         /* steerctl opt-out of a cgroup the config or an xattr names wins. */
@@ -79,21 +80,24 @@ int manager_refresh_optins(Manager *m, uint64_t now_us, bool rescan_xattrs) {
         /* Give back what left the set, or whose policy or place changed. */
         for (size_t i = 0; i < m->optins.n; i++) {
                 const OptIn *old = &m->optins.items[i], *new = optin_set_find(&next, old->name);
-                if (new && new->policy == old->policy && !!new->loc.dir == !!old->loc.dir &&
+                if (new &&new->policy == old->policy && !!new->loc.dir == !!old->loc.dir &&
                     (!new->loc.dir || streq(new->loc.dir, old->loc.dir)))
                         continue;
                 if (m->actuator)
                         (void) actuator_release_cgroup(m->actuator, old->name);
-                log_info("Cgroup %s: %s", old->name, new ? "changed; its CPUs were given back" : "opted out; its CPUs were given back");
+                log_info("Cgroup %s: %s", old->name,
+                         new ? "changed; its CPUs were given back" : "opted out; its CPUs were given back");
         }
         for (size_t i = 0; i < next.n; i++) {
                 const OptIn *n = &next.items[i], *old = optin_set_find(&m->optins, n->name);
                 if (!old || !!old->loc.dir != !!n->loc.dir) {
                         if (n->loc.dir)
                                 log_info("Cgroup %s (%s): opted in with policy %s (%s)", n->name, n->loc.dir,
-                                         cgroup_policy_to_string(n->policy), optin_source_to_string(n->source));
+                                         cgroup_policy_to_string(n->policy),
+                                         optin_source_to_string(n->source));
                         else
-                                log_warning("Cgroup %s: opted in (%s) but it does not exist; it is steered once it appears",
+                                log_warning("Cgroup %s: opted in (%s) but it does not exist; it is steered "
+                                            "once it appears",
                                             n->name, optin_source_to_string(n->source));
                 }
         }
@@ -128,7 +132,7 @@ static int tick(Manager *m, uint64_t now_us) {
                 const OptIn *o = &m->optins.items[i];
                 if (!o->loc.dir)
                         continue;
-                cgs[n] = (SamplerCgroup) {
+                cgs[n] = (SamplerCgroup){
                         .name = o->name,
                         .loc = &o->loc,
                         .policy = o->policy,
@@ -181,13 +185,20 @@ static int tick(Manager *m, uint64_t now_us) {
         m->last_plan = TAKE_PTR(plan);
 
         const Settings *st = &m->config->settings;
-        if (st->metrics_file[0] && now_us - m->metrics_written_us >= st->metrics_interval_ms * USEC_PER_MSEC) {
+        if (st->metrics_file[0] &&
+            now_us - m->metrics_written_us >= st->metrics_interval_ms * USEC_PER_MSEC) {
                 ManagerCounters mc;
                 manager_counters(m, &mc);
                 MetricsCounters c = {
-                        .ticks = mc.ticks, .applied = mc.applied, .kept = mc.kept, .reverted = mc.reverted,
-                        .restored = mc.restored, .failed = mc.failed, .adopted = mc.adopted,
-                        .opted_in_cgroups = m->optins.n, .mode = mode_to_string(m->mode),
+                        .ticks = mc.ticks,
+                        .applied = mc.applied,
+                        .kept = mc.kept,
+                        .reverted = mc.reverted,
+                        .restored = mc.restored,
+                        .failed = mc.failed,
+                        .adopted = mc.adopted,
+                        .opted_in_cgroups = m->optins.n,
+                        .mode = mode_to_string(m->mode),
                 };
                 r = metrics_write(st->metrics_file, m->last_snapshot, &c);
                 if (r < 0 && m->metrics_written_us == 0)
@@ -200,11 +211,12 @@ static int tick(Manager *m, uint64_t now_us) {
                 size_t nt, nc;
                 policy_state_counters(m->policy, &c);
                 actuator_counts(m->actuator, &nt, &nc);
-                (void) sd_notifyf(false,
-                                  "STATUS=Mode %s; %zu cgroups opted in; owning %zu threads, %zu cgroups; actions "
-                                  "applied %llu, kept %llu, reverted %llu",
-                                  mode_to_string(m->mode), m->optins.n, nt, nc, (unsigned long long) c.applied,
-                                  (unsigned long long) c.kept, (unsigned long long) c.reverted);
+                (void) sd_notifyf(
+                        false,
+                        "STATUS=Mode %s; %zu cgroups opted in; owning %zu threads, %zu cgroups; actions "
+                        "applied %llu, kept %llu, reverted %llu",
+                        mode_to_string(m->mode), m->optins.n, nt, nc, (unsigned long long) c.applied,
+                        (unsigned long long) c.kept, (unsigned long long) c.reverted);
         }
         return 0;
 }
@@ -252,7 +264,8 @@ int manager_set_mode(Manager *m, Mode mode) {
                         m->policy = fresh;
                 }
         }
-        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Mode %s -> %s", mode_to_string(old), mode_to_string(mode));
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Mode %s -> %s", mode_to_string(old),
+                   mode_to_string(mode));
         bus_emit_mode_changed(m);
         return 1;
 }
@@ -261,7 +274,8 @@ static void save_runtime(Manager *m) {
         if (!m->config->settings.persist_runtime)
                 return;
         if (mkdir(m->state_dir, 0755) < 0 && errno != EEXIST) {
-                log_warning_errno(errno, "Cannot create %s; runtime changes will not survive a restart", m->state_dir);
+                log_warning_errno(errno, "Cannot create %s; runtime changes will not survive a restart",
+                                  m->state_dir);
                 return;
         }
         (void) runtime_state_save(&m->runtime, m->runtime_file);
@@ -311,7 +325,7 @@ int manager_opt_out(Manager *m, const char *cgroup) {
 void manager_counters(const Manager *m, ManagerCounters *ret) {
         PolicyCounters c;
         policy_state_counters(m->policy, &c);
-        *ret = (ManagerCounters) {
+        *ret = (ManagerCounters){
                 .ticks = m->ticks,
                 .applied = c.applied,
                 .kept = c.kept,
@@ -323,7 +337,8 @@ void manager_counters(const Manager *m, ManagerCounters *ret) {
 }
 
 int manager_describe_json(const Manager *m, char **ret) {
-        _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *counters = json_object_new_object();
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object(),
+                                                *counters = json_object_new_object();
         ManagerCounters c;
         int r;
 
@@ -360,7 +375,8 @@ int manager_describe_json(const Manager *m, char **ret) {
         json_object_object_add(counters, "adopted", json_object_new_uint64(c.adopted));
         json_object_object_add(o, "counters", TAKE_PTR(counters));
 
-        const char *t = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        const char *t =
+                json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         char *d = t ? strdup(t) : NULL;
         if (!d)
                 return -ENOMEM;
@@ -393,7 +409,8 @@ int manager_reload(Manager *m, char **ret_error) {
         uint64_t now;
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
         (void) manager_refresh_optins(m, now, true);
-        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Reloaded %s", m->config_path ?: STEERD_DEFAULT_CONFIG);
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Reloaded %s",
+                   m->config_path ?: STEERD_DEFAULT_CONFIG);
         return 0;
 }
 
@@ -401,7 +418,8 @@ int manager_reload(Manager *m, char **ret_error) {
 
 static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
-        log_info("Received SIG%s: giving back every CPU mask, then exiting", sigabbrev_np((int) si->ssi_signo));
+        log_info("Received SIG%s: giving back every CPU mask, then exiting",
+                 sigabbrev_np((int) si->ssi_signo));
         (void) sd_notify(false, "STOPPING=1");
         return sd_event_exit(m->event, 0);
 }
@@ -474,7 +492,8 @@ static int on_proc_event(sd_event_source *s, int fd, uint32_t revents, void *use
         if (r == -ENOBUFS)
                 log_debug("Proc connector overflowed: new threads are picked up on the next tick");
         else if (r < 0) {
-                log_warning_errno(r, "Proc connector failed; new threads are picked up on the next tick from now on");
+                log_warning_errno(
+                        r, "Proc connector failed; new threads are picked up on the next tick from now on");
                 sd_event_source_set_enabled(s, SD_EVENT_OFF);
         }
         return 0;
@@ -501,7 +520,8 @@ int manager_new(const Args *args, Config *config, Manager **ret) {
                 return -ENOMEM;
         m->runtime_dir = strdup(args->runtime_dir ?: "/run/steerd");
         m->state_dir = strdup(args->state_dir ?: "/var/lib/steerd");
-        if (!m->runtime_dir || !m->state_dir || asprintf(&m->ownership_file, "%s/state.json", m->runtime_dir) < 0 ||
+        if (!m->runtime_dir || !m->state_dir ||
+            asprintf(&m->ownership_file, "%s/state.json", m->runtime_dir) < 0 ||
             asprintf(&m->runtime_file, "%s/runtime.json", m->state_dir) < 0)
                 return -ENOMEM;
         if (config->settings.persist_runtime) {
@@ -547,9 +567,11 @@ int manager_new(const Args *args, Config *config, Manager **ret) {
 
         r = proc_connector_new(on_fork, m, &m->proc);
         if (r < 0)
-                log_notice("No proc connector (%s): new threads are picked up on the next tick", strerror(-r));
+                log_notice("No proc connector (%s): new threads are picked up on the next tick",
+                           strerror(-r));
         else {
-                r = sd_event_add_io(m->event, &m->proc_source, proc_connector_fd(m->proc), EPOLLIN, on_proc_event, m);
+                r = sd_event_add_io(m->event, &m->proc_source, proc_connector_fd(m->proc), EPOLLIN,
+                                    on_proc_event, m);
                 if (r < 0)
                         return r;
         }
@@ -617,11 +639,12 @@ Manager *manager_free(Manager *m) {
 }
 
 int manager_run(Manager *m) {
-        log_struct(LOG_INFO, STEERD_MESSAGE_STARTED,
-                   "steerd %s started: mode %s, %zu CPUs in %zu LLCs, sampling every %llu ms, runnable from %s",
-                   STEERD_VERSION, mode_to_string(m->mode), m->topo->n_cpus, m->topo->n_llcs,
-                   (unsigned long long) m->config->settings.sample_period_ms,
-                   runnable_source_to_string(sampler_source(m->sampler)));
+        log_struct(
+                LOG_INFO, STEERD_MESSAGE_STARTED,
+                "steerd %s started: mode %s, %zu CPUs in %zu LLCs, sampling every %llu ms, runnable from %s",
+                STEERD_VERSION, mode_to_string(m->mode), m->topo->n_cpus, m->topo->n_llcs,
+                (unsigned long long) m->config->settings.sample_period_ms,
+                runnable_source_to_string(sampler_source(m->sampler)));
         (void) sd_notify(false, "READY=1");
         return sd_event_loop(m->event);
 }

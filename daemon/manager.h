@@ -36,7 +36,7 @@ typedef struct Manager {
         char *state_dir;      /* /var/lib/steerd: what steerctl changed */
         char *runtime_file;   /* state_dir/runtime.json */
         RuntimeState runtime;
-        Mode mode;        /* the config's Mode= unless changed at run time */
+        Mode mode; /* the config's Mode= unless changed at run time */
 
         Sampler *sampler;
         PolicyState *policy;

@@ -9,7 +9,8 @@
 #include "topology.h"
 
 static void sleep_us(uint64_t us) {
-        struct timespec ts = {.tv_sec = (time_t) (us / USEC_PER_SEC), .tv_nsec = (long) (us % USEC_PER_SEC) * 1000};
+        struct timespec ts = {.tv_sec = (time_t) (us / USEC_PER_SEC),
+                              .tv_nsec = (long) (us % USEC_PER_SEC) * 1000};
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                 ;
 }

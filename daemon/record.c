@@ -13,7 +13,8 @@ static int wait_until(uint64_t deadline_us, const sigset_t *mask) {
         if (now >= deadline_us)
                 return 0;
         uint64_t d = deadline_us - now;
-        struct timespec ts = {.tv_sec = (time_t) (d / USEC_PER_SEC), .tv_nsec = (long) (d % USEC_PER_SEC) * 1000};
+        struct timespec ts = {.tv_sec = (time_t) (d / USEC_PER_SEC),
+                              .tv_nsec = (long) (d % USEC_PER_SEC) * 1000};
         int sig = sigtimedwait(mask, NULL, &ts);
         if (sig > 0)
                 return 1;
@@ -47,7 +48,8 @@ int run_record(const Args *args, const Config *config) {
         uint64_t next = now_monotonic_us(), written = 0;
         for (;;) {
                 _cleanup_(snapshot_freep) Snapshot *snap = NULL;
-                r = sampler_sample(setup.sampler, now_monotonic_us(), setup.cgroups.items, setup.cgroups.n, &snap);
+                r = sampler_sample(setup.sampler, now_monotonic_us(), setup.cgroups.items, setup.cgroups.n,
+                                   &snap);
                 if (r >= 0) {
                         _cleanup_(freep) char *line = NULL;
                         r = snapshot_to_json_string(snap, &line);

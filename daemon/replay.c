@@ -70,9 +70,10 @@ int run_replay(const Args *args, const Config *config) {
         if (!args->json) {
                 PolicyCounters c;
                 policy_state_counters(state, &c);
-                printf("\n%u ticks: %llu actions applied, %llu kept, %llu reverted by the guard, %llu restored\n", tick,
-                       (unsigned long long) c.applied, (unsigned long long) c.kept, (unsigned long long) c.reverted,
-                       (unsigned long long) c.restored);
+                printf("\n%u ticks: %llu actions applied, %llu kept, %llu reverted by the guard, %llu "
+                       "restored\n",
+                       tick, (unsigned long long) c.applied, (unsigned long long) c.kept,
+                       (unsigned long long) c.reverted, (unsigned long long) c.restored);
         }
         return fflush(stdout) == 0 ? 0 : -errno;
 }

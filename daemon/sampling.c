@@ -9,7 +9,7 @@ void resolved_cgroups_done(ResolvedCgroups *r) {
                 cgroup_location_done(&r->locations[i]);
         free(r->items);
         free(r->locations);
-        *r = (ResolvedCgroups) {};
+        *r = (ResolvedCgroups){};
 }
 
 int resolve_config_cgroups(const RootDir *root, const Config *config, ResolvedCgroups *ret) {
@@ -36,11 +36,12 @@ int resolve_config_cgroups(const RootDir *root, const Config *config, ResolvedCg
                 const OptInEntry *e = &config->opt_ins[i];
                 r = cgroup_resolve(root, &mounts, e->cgroup, &rc.locations[rc.n]);
                 if (r < 0) {
-                        log_warning_errno(r, "Opted-in cgroup %s: not found in any cgroup hierarchy; skipping it",
-                                          e->cgroup);
+                        log_warning_errno(
+                                r, "Opted-in cgroup %s: not found in any cgroup hierarchy; skipping it",
+                                e->cgroup);
                         continue;
                 }
-                rc.items[rc.n] = (SamplerCgroup) {
+                rc.items[rc.n] = (SamplerCgroup){
                         .name = e->cgroup,
                         .loc = &rc.locations[rc.n],
                         .policy = e->policy,
@@ -63,7 +64,7 @@ void sampling_setup_done(SamplingSetup *s) {
         sampler_free(s->sampler);
         topology_free(s->topo);
         rootdir_free(s->root);
-        *s = (SamplingSetup) {};
+        *s = (SamplingSetup){};
 }
 
 int sampling_setup(const Args *args, const Config *config, SamplingSetup *ret) {
@@ -80,6 +81,6 @@ int sampling_setup(const Args *args, const Config *config, SamplingSetup *ret) {
         if (r < 0)
                 return r;
         *ret = s;
-        s = (SamplingSetup) {};
+        s = (SamplingSetup){};
         return 0;
 }

@@ -22,7 +22,8 @@ static void help(void) {
                "     --replay FILE        Run the policy engine over a recorded stream, print each plan\n"
                "     --foreground         Run the daemon in the foreground (it never forks; logs go to the\n"
                "                          terminal, or to the journal under systemd)\n"
-               "     --runtime-dir DIR    Where ownership is kept for restore after a crash (default /run/steerd)\n"
+               "     --runtime-dir DIR    Where ownership is kept for restore after a crash (default "
+               "/run/steerd)\n"
                "     --state-dir DIR      Where steerctl's changes persist (default /var/lib/steerd)\n\n"
                "Without --once, --record or --replay, steerd runs as the daemon.\n");
 }

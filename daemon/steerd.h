@@ -15,8 +15,8 @@ typedef struct Args {
         const char *replay;
         const char *runtime_dir; /* daemon: default /run/steerd */
         const char *state_dir;   /* daemon: default /var/lib/steerd */
-        uint64_t interval_ms; /* --once: 0 = default 1000 */
-        uint64_t ticks;       /* --record: stop after this many snapshots, 0 = until SIGINT/SIGTERM */
+        uint64_t interval_ms;    /* --once: 0 = default 1000 */
+        uint64_t ticks;          /* --record: stop after this many snapshots, 0 = until SIGINT/SIGTERM */
         bool once, json, foreground;
 } Args;
 

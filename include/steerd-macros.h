@@ -25,40 +25,40 @@
 #define CONCATENATE(x, y) XCONCATENATE(x, y)
 #define UNIQ_T(x, uniq) CONCATENATE(__unique_prefix_, CONCATENATE(x, uniq))
 
-#define __MIN(aq, a, bq, b)                                                                        \
-        __extension__({                                                                            \
-                __typeof__(a) UNIQ_T(A, aq) = (a);                                                 \
-                __typeof__(b) UNIQ_T(B, bq) = (b);                                                 \
-                UNIQ_T(A, aq) < UNIQ_T(B, bq) ? UNIQ_T(A, aq) : UNIQ_T(B, bq);                     \
+#define __MIN(aq, a, bq, b)                                                                                 \
+        __extension__({                                                                                     \
+                __typeof__(a) UNIQ_T(A, aq) = (a);                                                          \
+                __typeof__(b) UNIQ_T(B, bq) = (b);                                                          \
+                UNIQ_T(A, aq) < UNIQ_T(B, bq) ? UNIQ_T(A, aq) : UNIQ_T(B, bq);                              \
         })
 #define MIN(a, b) __MIN(__COUNTER__, a, __COUNTER__, b)
-#define __MAX(aq, a, bq, b)                                                                        \
-        __extension__({                                                                            \
-                __typeof__(a) UNIQ_T(A, aq) = (a);                                                 \
-                __typeof__(b) UNIQ_T(B, bq) = (b);                                                 \
-                UNIQ_T(A, aq) > UNIQ_T(B, bq) ? UNIQ_T(A, aq) : UNIQ_T(B, bq);                     \
+#define __MAX(aq, a, bq, b)                                                                                 \
+        __extension__({                                                                                     \
+                __typeof__(a) UNIQ_T(A, aq) = (a);                                                          \
+                __typeof__(b) UNIQ_T(B, bq) = (b);                                                          \
+                UNIQ_T(A, aq) > UNIQ_T(B, bq) ? UNIQ_T(A, aq) : UNIQ_T(B, bq);                              \
         })
 #define MAX(a, b) __MAX(__COUNTER__, a, __COUNTER__, b)
 #define CLAMP(x, lo, hi) MIN(MAX((x), (lo)), (hi))
 
 /* Hand ownership out of a _cleanup_ variable. */
-#define TAKE_PTR(p)                                                                                \
-        __extension__({                                                                            \
-                __typeof__(p) _p = (p);                                                            \
-                (p) = NULL;                                                                        \
-                _p;                                                                                \
+#define TAKE_PTR(p)                                                                                         \
+        __extension__({                                                                                     \
+                __typeof__(p) _p = (p);                                                                     \
+                (p) = NULL;                                                                                 \
+                _p;                                                                                         \
         })
-#define TAKE_FD(fd)                                                                                \
-        __extension__({                                                                            \
-                int _fd = (fd);                                                                    \
-                (fd) = -EBADF;                                                                     \
-                _fd;                                                                               \
+#define TAKE_FD(fd)                                                                                         \
+        __extension__({                                                                                     \
+                int _fd = (fd);                                                                             \
+                (fd) = -EBADF;                                                                              \
+                _fd;                                                                                        \
         })
 
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                    \
-        static inline void func##p(type *p) {                                                      \
-                if (*p)                                                                            \
-                        func(*p);                                                                  \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                             \
+        static inline void func##p(type *p) {                                                               \
+                if (*p)                                                                                     \
+                        func(*p);                                                                           \
         }
 
 static inline void freep(void *p) {

@@ -1162,7 +1162,8 @@ static void test_live_inherited_pin(void **state) {
         size_t nt;
 
         _cleanup_(snapshot_freep) Snapshot *snap = live_snap_all(l);
-        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, l->w[0].tid, l->w[0].starttime, l->only1, &rep);
+        apply_one(l->a, snap, ACTION_SET_THREAD_CPUS, l->name, l->w[0].tid, l->w[0].starttime, l->only1,
+                  &rep);
         assert_int_equal(rep.applied, 1);
         actuator_report_done(&rep);
 

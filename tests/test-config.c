@@ -51,7 +51,8 @@ static void test_full_file_and_dropins(void **state) {
                              "[OptIn]\n"
                              "/bench1=latency\n"
                              "/system.slice/app.service=balanced\n");
-        test_write_file(dir, "steerd.conf.d/10-a.conf", "[Manager]\nMode=balanced\n[OptIn]\n/bench1=balanced\n");
+        test_write_file(dir, "steerd.conf.d/10-a.conf",
+                        "[Manager]\nMode=balanced\n[OptIn]\n/bench1=balanced\n");
         test_write_file(dir, "steerd.conf.d/20-b.conf", "[Policy]\nWindowHeadroom=0.1\n");
         test_write_file(dir, "steerd.conf.d/ignored.txt", "garbage that is not read\n");
         Config *c = NULL;
@@ -146,9 +147,12 @@ static void test_cgroup_paths(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),         cmocka_unit_test(test_shipped_config_parses),
-                cmocka_unit_test(test_full_file_and_dropins), cmocka_unit_test(test_bad_files),
-                cmocka_unit_test(test_bad_dropin_refuses_all), cmocka_unit_test(test_missing),
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_shipped_config_parses),
+                cmocka_unit_test(test_full_file_and_dropins),
+                cmocka_unit_test(test_bad_files),
+                cmocka_unit_test(test_bad_dropin_refuses_all),
+                cmocka_unit_test(test_missing),
                 cmocka_unit_test(test_cgroup_paths),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

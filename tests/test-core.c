@@ -14,8 +14,8 @@ static void test_cpuset(void **state) {
         static const struct {
                 const char *in, *out;
         } good[] = {
-                {"", ""}, {"0", "0"}, {"0-3", "0-3"}, {"0-3,8-11", "0-3,8-11"}, {"3,1,2", "1-3"},
-                {" 0-1\n", "0-1"}, {"5,7,9", "5,7,9"}, {"1000-1003", "1000-1003"},
+                {"", ""},         {"0", "0"},        {"0-3", "0-3"},     {"0-3,8-11", "0-3,8-11"},
+                {"3,1,2", "1-3"}, {" 0-1\n", "0-1"}, {"5,7,9", "5,7,9"}, {"1000-1003", "1000-1003"},
         };
         static const char *const bad[] = {"-1", "a", "0-", "3-1", "1,,2", "1;2", "0-3,", "99999999"};
 
@@ -78,12 +78,13 @@ static Snapshot *make_snapshot(void) {
         s->source = RUNNABLE_SOURCE_THREADS;
         s->n_cpus = 3;
         s->cpus = calloc(3, sizeof(CpuSample));
-        s->cpus[0] = (CpuSample) {0, 0, 0, true, 512.25, 700, 700};
-        s->cpus[1] = (CpuSample) {1, 0, 0, true, 1024, 1500, 1024};
-        s->cpus[2] = (CpuSample) {4, -1, -1, false, 0, 0, 0};
+        s->cpus[0] = (CpuSample){0, 0, 0, true, 512.25, 700, 700};
+        s->cpus[1] = (CpuSample){1, 0, 0, true, 1024, 1500, 1024};
+        s->cpus[2] = (CpuSample){4, -1, -1, false, 0, 0, 0};
         s->n_llcs = 1;
         s->llcs = calloc(1, sizeof(LlcSample));
-        s->llcs[0] = (LlcSample) {.id = 0, .weight = 2, .util = 768.1, .boosted = 862, .nr_idle_scan = 0, .overloaded = true};
+        s->llcs[0] = (LlcSample){
+                .id = 0, .weight = 2, .util = 768.1, .boosted = 862, .nr_idle_scan = 0, .overloaded = true};
         assert_int_equal(cpuset_parse("0-1,4", &s->llcs[0].cpus), 0);
         s->psi_some_avg10 = 4.88;
         s->n_cgroups = 1;
@@ -95,7 +96,8 @@ static Snapshot *make_snapshot(void) {
         assert_int_equal(cpuset_parse("1", &c->cpus), 0);
         c->n_threads = 1;
         c->threads = calloc(1, sizeof(ThreadSample));
-        c->threads[0] = (ThreadSample) {.tid = 4242, .starttime = 99, .cpu = 1, .util = 300, .wait = 12.5, .nr_migrations = 7};
+        c->threads[0] = (ThreadSample){
+                .tid = 4242, .starttime = 99, .cpu = 1, .util = 300, .wait = 12.5, .nr_migrations = 7};
         assert_int_equal(cpuset_parse("0-1", &c->threads[0].allowed), 0);
         return s;
 }
@@ -127,17 +129,14 @@ static void test_json_round_trip(void **state) {
 
 static void test_json_malformed(void **state) {
         static const char *const bad[] = {
-                "",
-                "[]",
-                "{\"time_us\": 1}",
-                "{\"time_us\": -5, \"period_us\": 1}",
-                "{not json",
+                "", "[]", "{\"time_us\": 1}", "{\"time_us\": -5, \"period_us\": 1}", "{not json",
         };
         Snapshot *s = make_snapshot(), *back = NULL;
         char *good = NULL;
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                assert_int_equal(snapshot_from_json_string(bad[i], "test", (unsigned) i + 1, &back), -EBADMSG);
+                assert_int_equal(snapshot_from_json_string(bad[i], "test", (unsigned) i + 1, &back),
+                                 -EBADMSG);
                 assert_null(back);
         }
         /* Each field mangled in turn. */
@@ -158,7 +157,8 @@ static void test_json_malformed(void **state) {
                 if (!p)
                         fail_msg("edit %zu: '%s' not in %s", i, edits[i].from, good);
                 char *m = NULL;
-                assert_true(asprintf(&m, "%.*s%s%s", (int) (p - good), good, edits[i].to, p + strlen(edits[i].from)) > 0);
+                assert_true(asprintf(&m, "%.*s%s%s", (int) (p - good), good, edits[i].to,
+                                     p + strlen(edits[i].from)) > 0);
                 if (snapshot_from_json_string(m, "test", 1, &back) != -EBADMSG)
                         fail_msg("edit %zu accepted: %s", i, m);
                 free(m);
@@ -169,8 +169,8 @@ static void test_json_malformed(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cpuset),          cmocka_unit_test(test_sis_formula),
-                cmocka_unit_test(test_ewma),            cmocka_unit_test(test_json_round_trip),
+                cmocka_unit_test(test_cpuset),         cmocka_unit_test(test_sis_formula),
+                cmocka_unit_test(test_ewma),           cmocka_unit_test(test_json_round_trip),
                 cmocka_unit_test(test_json_malformed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,11 +7,21 @@
 
 static void test_render_and_write(void **state) {
         LlcSample llcs[2] = {
-                {.id = 0, .weight = 8, .util = 900.5, .boosted = 1000, .nr_idle_scan = 0, .overloaded = true},
+                {.id = 0,
+                 .weight = 8,
+                 .util = 900.5,
+                 .boosted = 1000,
+                 .nr_idle_scan = 0,
+                 .overloaded = true},
                 {.id = 1, .weight = 8, .util = 100, .boosted = 120, .nr_idle_scan = 7, .overloaded = false},
         };
         Snapshot s = {.llcs = llcs, .n_llcs = 2, .psi_some_avg10 = 3.5};
-        MetricsCounters c = {.ticks = 10, .applied = 4, .kept = 2, .reverted = 1, .restored = 1, .opted_in_cgroups = 3,
+        MetricsCounters c = {.ticks = 10,
+                             .applied = 4,
+                             .kept = 2,
+                             .reverted = 1,
+                             .restored = 1,
+                             .opted_in_cgroups = 3,
                              .mode = "latency"};
         char *text = NULL;
 
@@ -21,7 +31,8 @@ static void test_render_and_write(void **state) {
         assert_non_null(strstr(text, "steerd_llc_overloaded{llc=\"1\"} 0\n"));
         assert_non_null(strstr(text, "steerd_llc_nr_idle_scan{llc=\"1\"} 7\n"));
         assert_non_null(strstr(text, "steerd_llc_boosted{llc=\"1\"} 120.0\n"));
-        assert_non_null(strstr(text, "# TYPE steerd_actions_reverted_total counter\nsteerd_actions_reverted_total 1\n"));
+        assert_non_null(strstr(
+                text, "# TYPE steerd_actions_reverted_total counter\nsteerd_actions_reverted_total 1\n"));
         assert_non_null(strstr(text, "steerd_mode{mode=\"latency\"} 1\n"));
         /* Every sample line belongs to a TYPE'd family. */
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))

@@ -156,7 +156,8 @@ static void test_runtime_state(void **state) {
         assert_true(asprintf(&bad, "%s.bad", path) > 0);
         assert_int_equal(access(bad, F_OK), 0);
         free(bad);
-        test_write_file(dir, "runtime.json", "{\"opt_ins\": [{\"cgroup\": \"../etc\", \"policy\": \"latency\"}]}");
+        test_write_file(dir, "runtime.json",
+                        "{\"opt_ins\": [{\"cgroup\": \"../etc\", \"policy\": \"latency\"}]}");
         assert_int_equal(runtime_state_load(path, &back), 0);
         assert_int_equal(back.n_opt_ins, 0);
 

@@ -55,8 +55,8 @@ static void test_worse_reverts_and_backs_off(void **unused) {
                         assert_true(n_reverted < 4);
                         reverted_at[n_reverted++] = tick;
                         assert_cpus(rev, "0-7");
-                        assert_non_null(
-                                strstr(rev->reason, "wait per CPU received worse: 600 (at util 1000 -> 1000) > before 100 x 110% + floor 20"));
+                        assert_non_null(strstr(rev->reason, "wait per CPU received worse: 600 (at util 1000 "
+                                                            "-> 1000) > before 100 x 110% + floor 20"));
                 }
         }
         assert_int_equal(n_applied, 3);
@@ -150,8 +150,9 @@ static void test_wait_per_cpu_received(void **unused) {
                 settings_latency(&st);
                 assert_int_equal(policy_state_new(&state), 0);
                 for (unsigned tick = 0; tick <= 10; tick++) {
-                        _cleanup_(snapshot_freep) Snapshot *s = guard_snapshot_util(
-                                tick, tick == 0 ? 50 : cases[i].wait_after, tick == 0 ? 250 : cases[i].util_after, 0);
+                        _cleanup_(snapshot_freep) Snapshot *s =
+                                guard_snapshot_util(tick, tick == 0 ? 50 : cases[i].wait_after,
+                                                    tick == 0 ? 250 : cases[i].util_after, 0);
                         _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
                         reverted = reverted || plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/g", 0);
                 }

@@ -44,7 +44,8 @@ typedef struct Fixture {
 
 static void gen(const Fixture *f, unsigned tick, const char *extra) {
         char cmd[1024];
-        snprintf(cmd, sizeof(cmd), "python3 %s/gen-fixture-root.py %s --cpus %d --threads %d --first-tid %d --tick %u %s",
+        snprintf(cmd, sizeof(cmd),
+                 "python3 %s/gen-fixture-root.py %s --cpus %d --threads %d --first-tid %d --tick %u %s",
                  TEST_SOURCE_DIR, f->dir, N_CPUS, N_THREADS, FIRST_TID, tick, extra ? extra : "");
         assert_int_equal(system(cmd), 0);
 }
@@ -59,8 +60,8 @@ static int setup(void **state) {
         assert_int_equal(topology_load(f->root, TOPOLOGY, &f->topo), 0);
         settings_init_defaults(&f->settings);
         f->settings.smoothing_half_life_ms = 0; /* exact figures */
-        f->loc = (CgroupLocation) {.dir = strdup("/sys/fs/cgroup/cpuset/bench1"), .v2 = false};
-        f->cg = (SamplerCgroup) {.name = "/bench1", .loc = &f->loc, .policy = CGROUP_POLICY_LATENCY};
+        f->loc = (CgroupLocation){.dir = strdup("/sys/fs/cgroup/cpuset/bench1"), .v2 = false};
+        f->cg = (SamplerCgroup){.name = "/bench1", .loc = &f->loc, .policy = CGROUP_POLICY_LATENCY};
         *state = f;
         return 0;
 }

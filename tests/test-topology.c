@@ -157,15 +157,15 @@ static bool same_core(const Topology *t, unsigned a, unsigned b) {
 }
 
 static const Expect xml_expect[] = {
-        { "hwloc-8em64t-4c2t-desktop.xml", 8, 1, 8, 3, 2, 4, 1, 1, 0 },
+        {"hwloc-8em64t-4c2t-desktop.xml", 8, 1, 8, 3, 2, 4, 1, 1, 0},
         /* One NUMA node for two sockets: the XML was recorded that way. */
-        { "hwloc-AMD-19h-Zen3-2xEpyc-7763.xml", 128, 16, 8, 3, 1, 128, 2, 1, 0 },
+        {"hwloc-AMD-19h-Zen3-2xEpyc-7763.xml", 128, 16, 8, 3, 1, 128, 2, 1, 0},
         /* Xeon Max, but no HBM node in this XML: one NUMA node. */
-        { "hwloc-Intel-SapphireRapids-2xXeonMax9460.xml", 160, 2, 80, 3, 2, 80, 2, 1, 0 },
-        { "hwloc-Intel-RaptorLake-Corei7-1370P.xml", 20, 1, 20, 3, 2, 14, 1, 1, 2 },
-        { "hwloc-80intel64-2p2n20c2t-CascadeLake6230-SNC2-2LM.xml", 80, 2, 40, 3, 2, 40, 2, 4, 0 },
-        { "mpibind-epyc-corona.xml", 96, 16, 6, 3, 2, 48, 2, 8, 0 },
-        { "mpibind-arm64-ulna.xml", 256, 2, 128, 3, 4, 64, 2, 2, 0 },
+        {"hwloc-Intel-SapphireRapids-2xXeonMax9460.xml", 160, 2, 80, 3, 2, 80, 2, 1, 0},
+        {"hwloc-Intel-RaptorLake-Corei7-1370P.xml", 20, 1, 20, 3, 2, 14, 1, 1, 2},
+        {"hwloc-80intel64-2p2n20c2t-CascadeLake6230-SNC2-2LM.xml", 80, 2, 40, 3, 2, 40, 2, 4, 0},
+        {"mpibind-epyc-corona.xml", 96, 16, 6, 3, 2, 48, 2, 8, 0},
+        {"mpibind-arm64-ulna.xml", 256, 2, 128, 3, 4, 64, 2, 2, 0},
 };
 
 static Topology *load_xml(const char *name) {
@@ -294,19 +294,19 @@ static Topology *load_tsv(const char *name) {
 }
 
 static const Expect tsv_expect[] = {
-        { "epyc9654-2s-nps1-smt2", 384, 24, 16, 3, 2, 192, 2, 2, 0 },
-        { "epyc9654-2s-nps1-smtoff", 192, 24, 8, 3, 1, 192, 2, 2, 0 },
-        { "power9-2s-44c-smt4", 176, 22, 8, 3, 4, 44, 2, 2, 0 },
-        { "xeon8260-2s-snc-off", 96, 2, 48, 3, 2, 48, 2, 2, 0 },
-        { "xeon8260-2s-snc2", 96, 2, 48, 3, 2, 48, 2, 4, 0 },
+        {"epyc9654-2s-nps1-smt2", 384, 24, 16, 3, 2, 192, 2, 2, 0},
+        {"epyc9654-2s-nps1-smtoff", 192, 24, 8, 3, 1, 192, 2, 2, 0},
+        {"power9-2s-44c-smt4", 176, 22, 8, 3, 4, 44, 2, 2, 0},
+        {"xeon8260-2s-snc-off", 96, 2, 48, 3, 2, 48, 2, 2, 0},
+        {"xeon8260-2s-snc2", 96, 2, 48, 3, 2, 48, 2, 4, 0},
         /* No L3: every CPU's private L2 is its LLC. */
-        { "altra-q80-2s-160", 160, 160, 1, 2, 1, 160, 2, 2, 0 },
-        { "intel-desktop-4c8t", 8, 1, 8, 3, 2, 4, 1, 1, 0 },
-        { "xeon-spr-2s-56c-one-l3", 224, 2, 112, 3, 2, 112, 2, 2, 0 },
-        { "kunpeng920-2s-128", 128, 4, 32, 3, 1, 128, 2, 4, 0 },
-        { "sparc-t5-2s-smt8", 256, 2, 128, 3, 8, 32, 2, 2, 0 },
-        { "sparc-m7-1s-smt8", 256, 8, 32, 3, 8, 32, 1, 1, 0 },
-        { "alderlake-i9-12900k-8p8e", 80, 1, 80, 3, 2, 40, 1, 1, 0 },
+        {"altra-q80-2s-160", 160, 160, 1, 2, 1, 160, 2, 2, 0},
+        {"intel-desktop-4c8t", 8, 1, 8, 3, 2, 4, 1, 1, 0},
+        {"xeon-spr-2s-56c-one-l3", 224, 2, 112, 3, 2, 112, 2, 2, 0},
+        {"kunpeng920-2s-128", 128, 4, 32, 3, 1, 128, 2, 4, 0},
+        {"sparc-t5-2s-smt8", 256, 2, 128, 3, 8, 32, 2, 2, 0},
+        {"sparc-m7-1s-smt8", 256, 8, 32, 3, 8, 32, 1, 1, 0},
+        {"alderlake-i9-12900k-8p8e", 80, 1, 80, 3, 2, 40, 1, 1, 0},
 };
 
 static void test_synthetic_all(void **state) {
@@ -405,8 +405,8 @@ static void test_synthetic_alderlake_kinds(void **state) {
         _cleanup_cpuset_ CpuSet keep = NULL, p = NULL, e = NULL;
         char *dir = test_mkdtemp();
         hwloc_topology_t h;
-        struct hwloc_info_s intel_core = { (char *) "CoreType", (char *) "IntelCore" };
-        struct hwloc_info_s intel_atom = { (char *) "CoreType", (char *) "IntelAtom" };
+        struct hwloc_info_s intel_core = {(char *) "CoreType", (char *) "IntelCore"};
+        struct hwloc_info_s intel_atom = {(char *) "CoreType", (char *) "IntelAtom"};
 
         assert_int_equal(cpuset_parse("0-23", &keep), 0);
         assert_int_equal(cpuset_parse("0-15", &p), 0);
@@ -470,7 +470,8 @@ static const char sparse_xml[] =
         "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
         "<topology version=\"2.0\">\n"
         " <object type=\"Machine\" os_index=\"0\" cpuset=\"0x00000033\" complete_cpuset=\"0x00000133\""
-        " allowed_cpuset=\"0x00000033\" nodeset=\"0x1\" complete_nodeset=\"0x1\" allowed_nodeset=\"0x1\" gp_index=\"1\">\n"
+        " allowed_cpuset=\"0x00000033\" nodeset=\"0x1\" complete_nodeset=\"0x1\" allowed_nodeset=\"0x1\" "
+        "gp_index=\"1\">\n"
         "  <object type=\"Package\" os_index=\"0\" cpuset=\"0x00000033\" complete_cpuset=\"0x00000133\""
         " nodeset=\"0x1\" complete_nodeset=\"0x1\" gp_index=\"2\">\n"
         "   <object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x00000033\" complete_cpuset=\"0x00000133\""
@@ -572,7 +573,8 @@ static void test_bad_sources(void **state) {
         assert_true(asprintf(&bad, "%s/garbage.xml", dir) > 0);
         assert_load_fails(NULL, bad, 0);
         free(bad);
-        test_write_file(dir, "truncated.xml", "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n<object type=\"Machine\"");
+        test_write_file(dir, "truncated.xml",
+                        "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n<object type=\"Machine\"");
         assert_true(asprintf(&bad, "%s/truncated.xml", dir) > 0);
         assert_load_fails(NULL, bad, 0);
         free(bad);
@@ -625,9 +627,9 @@ static void write_cpu(const char *dir, unsigned cpu, const char *core_mask, cons
                 const char *index, *level, *type, *size;
                 bool shared;
         } caches[] = {
-                { "index0", "1\n", "Data\n", "32K\n", false },
-                { "index2", "2\n", "Unified\n", "1024K\n", false },
-                { "index3", "3\n", "Unified\n", "8192K\n", true },
+                {"index0", "1\n", "Data\n", "32K\n", false},
+                {"index2", "2\n", "Unified\n", "1024K\n", false},
+                {"index3", "3\n", "Unified\n", "8192K\n", true},
         };
         char p[128];
 
@@ -707,8 +709,8 @@ static CpuSet sysfs_llc(const RootDir *root, unsigned cpu) {
                 CpuSet set = NULL;
                 long l;
 
-#define READ(file, var) \
-        (snprintf(p, sizeof(p), "/sys/devices/system/cpu/cpu%u/cache/index%u/" file, cpu, i), \
+#define READ(file, var)                                                                                     \
+        (snprintf(p, sizeof(p), "/sys/devices/system/cpu/cpu%u/cache/index%u/" file, cpu, i),               \
          rootdir_read_file(root, p, &(var), NULL) >= 0)
                 if (!READ("type", type) || !READ("level", level) || !READ("shared_cpu_list", list))
                         continue;

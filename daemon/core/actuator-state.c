@@ -57,7 +57,8 @@ static int state_to_json(const Actuator *a, json_object **ret) {
                     (r = json_add_full(o, "starttime", json_object_new_uint64(t->starttime), false)) < 0 ||
                     (r = json_add_full(o, "cgroup", json_object_new_string(t->cgroup), false)) < 0 ||
                     (r = json_add_full(o, "original", json_cpuset(t->original), false)) < 0 ||
-                    (r = json_add_full(o, "original_full", json_object_new_boolean(t->original_full), false)) < 0 ||
+                    (r = json_add_full(o, "original_full", json_object_new_boolean(t->original_full),
+                                       false)) < 0 ||
                     (r = json_add_full(o, "request", json_cpuset(t->request), !t->request)) < 0 ||
                     (r = json_add_full(o, "last_set", json_cpuset(t->last_set), false)) < 0 ||
                     (r = json_add_full(o, "pending", json_cpuset(t->pending), !t->pending)) < 0)
@@ -73,12 +74,14 @@ static int state_to_json(const Actuator *a, json_object **ret) {
                 if ((r = json_add_full(o, "name", json_object_new_string(c->name), false)) < 0 ||
                     (r = json_add_full(o, "dir", json_object_new_string(c->dir), false)) < 0 ||
                     (r = json_add_full(o, "v2", json_object_new_boolean(c->v2), false)) < 0 ||
-                    (r = json_add_full(o, "backend", json_object_new_string(actuator_backend_to_string(c->backend)),
-                             false)) < 0 ||
-                    (r = json_add_full(o, "unit", c->unit ? json_object_new_string(c->unit) : NULL, !c->unit)) < 0 ||
+                    (r = json_add_full(o, "backend",
+                                       json_object_new_string(actuator_backend_to_string(c->backend)),
+                                       false)) < 0 ||
+                    (r = json_add_full(o, "unit", c->unit ? json_object_new_string(c->unit) : NULL,
+                                       !c->unit)) < 0 ||
                     (r = json_add_full(o, "original_text",
-                             c->original_text ? json_object_new_string(c->original_text) : NULL,
-                             !c->original_text)) < 0 ||
+                                       c->original_text ? json_object_new_string(c->original_text) : NULL,
+                                       !c->original_text)) < 0 ||
                     (r = json_add_full(o, "original", json_cpuset(c->original), !c->original)) < 0 ||
                     (r = json_add_full(o, "window", json_cpuset(c->window), !c->window)) < 0 ||
                     (r = json_add_full(o, "pending", json_cpuset(c->pending), !c->pending)) < 0)

@@ -70,10 +70,10 @@ typedef struct LetGo {
 } LetGo;
 
 typedef struct ActuatorReport {
-        unsigned applied;   /* actions that took effect */
-        unsigned failed;    /* actions that could not (logged with cgroup and tid) */
-        unsigned vanished;  /* ESRCH/ENOENT: the thread or cgroup is gone; dropped */
-        LetGo *let_go;      /* third-party changes and EPERM'd threads/cgroups */
+        unsigned applied;  /* actions that took effect */
+        unsigned failed;   /* actions that could not (logged with cgroup and tid) */
+        unsigned vanished; /* ESRCH/ENOENT: the thread or cgroup is gone; dropped */
+        LetGo *let_go;     /* third-party changes and EPERM'd threads/cgroups */
         size_t n_let_go;
 } ActuatorReport;
 

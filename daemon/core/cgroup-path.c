@@ -7,7 +7,7 @@
 void cgroup_mounts_done(CgroupMounts *m) {
         free(m->v2);
         free(m->v1_cpuset);
-        *m = (CgroupMounts) {};
+        *m = (CgroupMounts){};
 }
 
 static bool has_option(const char *opts, const char *opt) {
@@ -46,7 +46,7 @@ int cgroup_mounts_read(const RootDir *root, CgroupMounts *ret) {
 
 void cgroup_location_done(CgroupLocation *l) {
         free(l->dir);
-        *l = (CgroupLocation) {};
+        *l = (CgroupLocation){};
 }
 
 static bool is_dir(const RootDir *root, const char *path) {
@@ -100,6 +100,6 @@ int cgroup_resolve(const RootDir *root, const CgroupMounts *m, const char *name,
                 free(dir);
                 return -ENOENT;
         }
-        *ret = (CgroupLocation) {.dir = dir, .v2 = v2};
+        *ret = (CgroupLocation){.dir = dir, .v2 = v2};
         return 0;
 }

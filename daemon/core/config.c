@@ -13,8 +13,8 @@
 typedef enum KeyType {
         KEY_UINT,
         KEY_U64,
-        KEY_DOUBLE,  /* plain number */
-        KEY_PERCENT, /* "25" or "25%": stored as the number of percent */
+        KEY_DOUBLE,   /* plain number */
+        KEY_PERCENT,  /* "25" or "25%": stored as the number of percent */
         KEY_FRACTION, /* "25%" or "0.25": stored as a fraction */
         KEY_BOOL,
         KEY_MODE,
@@ -29,7 +29,8 @@ typedef struct KeyDef {
         double min, max;
 } KeyDef;
 
-#define K(sec, key, t, field, lo, hi) {sec, key, t, offsetof(Settings, field), lo, hi}
+#define K(sec, key, t, field, lo, hi)                                                                       \
+        { sec, key, t, offsetof(Settings, field), lo, hi }
 static const KeyDef key_table[] = {
         K("Manager", "Mode", KEY_MODE, mode, 0, 0),
         K("Manager", "SamplePeriodMs", KEY_U64, sample_period_ms, 10, 60000),
@@ -105,7 +106,8 @@ static int parse_number(const char *v, bool allow_percent, double *ret, bool *re
 }
 
 static int parse_bool(const char *v, bool *ret) {
-        static const char *const yes[] = {"1", "yes", "true", "on"}, *const no[] = {"0", "no", "false", "off"};
+        static const char *const yes[] = {"1", "yes", "true", "on"}, *const no[] = {"0", "no", "false",
+                                                                                    "off"};
         for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
                 if (strcasecmp(v, yes[i]) == 0) {
                         *ret = true;
@@ -129,29 +131,28 @@ static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
                 Mode m = mode_from_string(value);
                 if (m < 0)
                         return parse_error(ps, ps->line,
-                                               "%s=: unknown mode '%s' (off, observe, latency, balanced)",
-                                               k->name, value);
+                                           "%s=: unknown mode '%s' (off, observe, latency, balanced)",
+                                           k->name, value);
                 *(Mode *) field = m;
                 return 0;
         }
         case KEY_STICKY_SCOPE: {
                 StickyScope s = sticky_scope_from_string(value);
                 if (s < 0)
-                        return parse_error(ps, ps->line, "%s=: unknown scope '%s' (core, cpu)",
-                                               k->name, value);
+                        return parse_error(ps, ps->line, "%s=: unknown scope '%s' (core, cpu)", k->name,
+                                           value);
                 *(StickyScope *) field = s;
                 return 0;
         }
         case KEY_PATH:
                 if (*value && (value[0] != '/' || strlen(value) >= 4096))
                         return parse_error(ps, ps->line, "%s=: '%s' is not an absolute path", k->name,
-                                               value);
+                                           value);
                 strcpy(field, value);
                 return 0;
         case KEY_BOOL:
                 if (parse_bool(value, (bool *) field) < 0)
-                        return parse_error(ps, ps->line, "%s=: '%s' is not a boolean", k->name,
-                                               value);
+                        return parse_error(ps, ps->line, "%s=: '%s' is not a boolean", k->name, value);
                 return 0;
         case KEY_FRACTION:
         case KEY_PERCENT:
@@ -168,8 +169,8 @@ static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
         if ((k->type == KEY_UINT || k->type == KEY_U64) && d != floor(d))
                 return parse_error(ps, ps->line, "%s=: '%s' is not a whole number", k->name, value);
         if (d < k->min || d > k->max)
-                return parse_error(ps, ps->line, "%s=: %s is out of range [%g, %g]", k->name, value,
-                                       k->min, k->max);
+                return parse_error(ps, ps->line, "%s=: %s is out of range [%g, %g]", k->name, value, k->min,
+                                   k->max);
         switch (k->type) {
         case KEY_UINT:
                 *(unsigned *) field = (unsigned) d;
@@ -208,11 +209,10 @@ static int add_opt_in(ParseState *ps, const char *cgroup, const char *value) {
 
         if (config_validate_cgroup_path(cgroup) < 0)
                 return parse_error(ps, ps->line,
-                                       "[OptIn] '%s': a cgroup is an absolute path without '.' or '..'",
-                                       cgroup);
+                                   "[OptIn] '%s': a cgroup is an absolute path without '.' or '..'", cgroup);
         if (p < 0)
                 return parse_error(ps, ps->line, "[OptIn] %s=: unknown policy '%s' (latency, balanced)",
-                                       cgroup, value);
+                                   cgroup, value);
 
         /* A drop-in may override an earlier line for the same cgroup. */
         for (size_t i = 0; i < c->n_opt_ins; i++)
@@ -228,7 +228,7 @@ static int add_opt_in(ParseState *ps, const char *cgroup, const char *value) {
         char *dup = strdup(cgroup);
         if (!dup)
                 return -ENOMEM;
-        c->opt_ins[c->n_opt_ins++] = (OptInEntry) {.cgroup = dup, .policy = p};
+        c->opt_ins[c->n_opt_ins++] = (OptInEntry){.cgroup = dup, .policy = p};
         return 0;
 }
 
@@ -253,8 +253,7 @@ static int handler(void *user, const char *section, const char *name, const char
                         if (!streq(section, "Manager") && !streq(section, "Policy"))
                                 r = parse_error(ps, ps->line, "unknown section [%s]", section);
                         else
-                                r = parse_error(ps, ps->line, "unknown key %s= in [%s]", name,
-                                                    section);
+                                r = parse_error(ps, ps->line, "unknown key %s= in [%s]", name, section);
                 }
         }
         if (r < 0) {
@@ -274,7 +273,7 @@ static char *reader(char *str, int num, void *stream) {
                         /* inih would silently split an over-long line. */
                         if (ps->error >= 0)
                                 ps->error = parse_error(ps, ps->line + 1, "line longer than %d characters",
-                                                            num - 2);
+                                                        num - 2);
                         int ch;
                         while ((ch = fgetc(ps->f)) != EOF && ch != '\n')
                                 ;

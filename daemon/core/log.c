@@ -30,7 +30,8 @@ static int vlog(int level, int error, const char *message_id, const char *fmt, v
                 snprintf(mid, sizeof(mid), "MESSAGE_ID=%s", message_id ? message_id : "");
                 snprintf(err, sizeof(err), "ERRNO=%d", error < 0 ? -error : error);
                 sd_journal_send("MESSAGE=%s", buf, prio, "SYSLOG_IDENTIFIER=steerd",
-                                message_id ? mid : "STEERD_NO_ID=1", error ? err : "STEERD_NO_ERRNO=1", NULL);
+                                message_id ? mid : "STEERD_NO_ID=1", error ? err : "STEERD_NO_ERRNO=1",
+                                NULL);
         } else if (error != 0)
                 fprintf(stderr, "%s: %s\n", buf, strerror(error < 0 ? -error : error));
         else

@@ -14,24 +14,30 @@ int metrics_render(const Snapshot *s, const MetricsCounters *c, char **ret) {
                 return -ENOMEM;
 
         fputs("# HELP steerd_llc_util Mean utilisation per online CPU of the LLC (1024 = one busy CPU).\n"
-              "# TYPE steerd_llc_util gauge\n", f);
+              "# TYPE steerd_llc_util gauge\n",
+              f);
         for (size_t i = 0; s && i < s->n_llcs; i++)
                 fprintf(f, "steerd_llc_util{llc=\"%u\"} %.1f\n", s->llcs[i].id, s->llcs[i].util);
         fputs("# HELP steerd_llc_boosted Mean min(max(util, runnable), 1024) per online CPU of the LLC.\n"
-              "# TYPE steerd_llc_boosted gauge\n", f);
+              "# TYPE steerd_llc_boosted gauge\n",
+              f);
         for (size_t i = 0; s && i < s->n_llcs; i++)
                 fprintf(f, "steerd_llc_boosted{llc=\"%u\"} %.1f\n", s->llcs[i].id, s->llcs[i].boosted);
         fputs("# HELP steerd_llc_nr_idle_scan CPUs the kernel's SIS_UTIL wakeup scan would visit.\n"
-              "# TYPE steerd_llc_nr_idle_scan gauge\n", f);
+              "# TYPE steerd_llc_nr_idle_scan gauge\n",
+              f);
         for (size_t i = 0; s && i < s->n_llcs; i++)
-                fprintf(f, "steerd_llc_nr_idle_scan{llc=\"%u\"} %u\n", s->llcs[i].id, s->llcs[i].nr_idle_scan);
+                fprintf(f, "steerd_llc_nr_idle_scan{llc=\"%u\"} %u\n", s->llcs[i].id,
+                        s->llcs[i].nr_idle_scan);
         fputs("# HELP steerd_llc_weight Online CPUs of the LLC.\n# TYPE steerd_llc_weight gauge\n", f);
         for (size_t i = 0; s && i < s->n_llcs; i++)
                 fprintf(f, "steerd_llc_weight{llc=\"%u\"} %u\n", s->llcs[i].id, s->llcs[i].weight);
         fputs("# HELP steerd_llc_overloaded 1 when the LLC is overloaded (nr_idle_scan < weight/2).\n"
-              "# TYPE steerd_llc_overloaded gauge\n", f);
+              "# TYPE steerd_llc_overloaded gauge\n",
+              f);
         for (size_t i = 0; s && i < s->n_llcs; i++)
-                fprintf(f, "steerd_llc_overloaded{llc=\"%u\"} %d\n", s->llcs[i].id, s->llcs[i].overloaded ? 1 : 0);
+                fprintf(f, "steerd_llc_overloaded{llc=\"%u\"} %d\n", s->llcs[i].id,
+                        s->llcs[i].overloaded ? 1 : 0);
         if (s)
                 fprintf(f,
                         "# HELP steerd_cpu_pressure_some_avg10 /proc/pressure/cpu some avg10, percent.\n"
@@ -46,18 +52,22 @@ int metrics_render(const Snapshot *s, const MetricsCounters *c, char **ret) {
                 {"steerd_actions_applied_total", "Actions applied.", c->applied},
                 {"steerd_actions_kept_total", "Actions the guard judged not worse.", c->kept},
                 {"steerd_actions_reverted_total", "Actions the guard reverted.", c->reverted},
-                {"steerd_actions_restored_total", "Masks given back (opt-out, mode change, release).", c->restored},
+                {"steerd_actions_restored_total", "Masks given back (opt-out, mode change, release).",
+                 c->restored},
                 {"steerd_actions_failed_total", "Actions that could not be applied.", c->failed},
                 {"steerd_threads_adopted_total", "New threads steered at once through the proc connector.",
                  c->adopted},
         };
         for (size_t i = 0; i < ELEMENTSOF(counters); i++)
-                fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", counters[i].name, counters[i].help,
-                        counters[i].name, counters[i].name, counters[i].v);
-        fprintf(f, "# HELP steerd_opted_in_cgroups Opted-in cgroups.\n# TYPE steerd_opted_in_cgroups gauge\n"
-                   "steerd_opted_in_cgroups %" PRIu64 "\n",
+                fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", counters[i].name,
+                        counters[i].help, counters[i].name, counters[i].name, counters[i].v);
+        fprintf(f,
+                "# HELP steerd_opted_in_cgroups Opted-in cgroups.\n# TYPE steerd_opted_in_cgroups gauge\n"
+                "steerd_opted_in_cgroups %" PRIu64 "\n",
                 c->opted_in_cgroups);
-        fprintf(f, "# HELP steerd_mode The mode steerd is in.\n# TYPE steerd_mode gauge\nsteerd_mode{mode=\"%s\"} 1\n",
+        fprintf(f,
+                "# HELP steerd_mode The mode steerd is in.\n# TYPE steerd_mode "
+                "gauge\nsteerd_mode{mode=\"%s\"} 1\n",
                 c->mode ? c->mode : "unknown");
 
         if (fclose(f) != 0) {

@@ -22,7 +22,7 @@ void optin_set_done(OptInSet *s) {
                 cgroup_location_done(&s->items[i].loc);
         }
         free(s->items);
-        *s = (OptInSet) {};
+        *s = (OptInSet){};
 }
 
 static int cmp_optin(const void *a, const void *b) {
@@ -62,7 +62,7 @@ static int scan_push(Scan *s, const char *name, CgroupPolicy p) {
         char *d = strdup(name);
         if (!d)
                 return -ENOMEM;
-        s->items[s->n++] = (OptInEntry) {.cgroup = d, .policy = p};
+        s->items[s->n++] = (OptInEntry){.cgroup = d, .policy = p};
         return 0;
 }
 
@@ -77,8 +77,8 @@ static int scan_dir(Scan *s, int dirfd, const char *rel, const char *shown, unsi
                         value[--n] = '\0';
                 CgroupPolicy p = cgroup_policy_from_string(value);
                 if (p < 0)
-                        log_warning("%s: %s='%s' is not a policy (latency, balanced); ignored", shown, STEERD_XATTR,
-                                    value);
+                        log_warning("%s: %s='%s' is not a policy (latency, balanced); ignored", shown,
+                                    STEERD_XATTR, value);
                 else {
                         int r = scan_push(s, *rel ? rel : "/", p);
                         if (r < 0)
@@ -100,7 +100,8 @@ static int scan_dir(Scan *s, int dirfd, const char *rel, const char *shown, unsi
         while ((de = readdir(d))) {
                 if (de->d_type != DT_DIR || de->d_name[0] == '.')
                         continue;
-                _cleanup_(closep) int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                _cleanup_(closep) int sub =
+                        openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                 if (sub < 0)
                         continue; /* removed meanwhile */
                 _cleanup_(freep) char *subrel = NULL, *subshown = NULL;
@@ -136,12 +137,13 @@ int optin_scan_xattrs(const RootDir *root, const CgroupMounts *m, unsigned max_d
         return 0;
 }
 
-static int add(OptInSet *set, const RootDir *root, const CgroupMounts *m, const OptInEntry *e, OptInSource src) {
+static int add(OptInSet *set, const RootDir *root, const CgroupMounts *m, const OptInEntry *e,
+               OptInSource src) {
         for (size_t i = 0; i < set->n; i++)
                 if (streq(set->items[i].name, e->cgroup))
                         return 0; /* a source of higher precedence had it */
         OptIn *o = &set->items[set->n];
-        *o = (OptIn) {.policy = e->policy, .source = src};
+        *o = (OptIn){.policy = e->policy, .source = src};
         o->name = strdup(e->cgroup);
         if (!o->name)
                 return -ENOMEM;

@@ -112,7 +112,6 @@ size_t plan_count_moves(const Plan *p) {
         return n;
 }
 
-
 static int action_to_json(const Action *a, json_object **ret) {
         _cleanup_(json_object_putp) json_object *o = NULL;
         _cleanup_(freep) char *cpus = NULL;

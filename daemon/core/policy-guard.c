@@ -56,10 +56,11 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
         *ret = NULL;
         if (wait > wait_limit) {
                 if (asprintf(ret,
-                             "guard: %s made wait per CPU received worse: %.0f (at util %.0f -> %.0f) > before "
+                             "guard: %s made wait per CPU received worse: %.0f (at util %.0f -> %.0f) > "
+                             "before "
                              "%.0f x %.0f%% + floor %.0f, over %" PRIu64 " ms",
-                             action_policy_to_string(p), wait, e->before_util, util_after, e->before_wait, k * 100,
-                             floor, st->guard_window_ms) < 0)
+                             action_policy_to_string(p), wait, e->before_util, util_after, e->before_wait,
+                             k * 100, floor, st->guard_window_ms) < 0)
                         return -ENOMEM;
         } else if (cgroup_wide && pressure > pressure_limit) {
                 /* Pressure is the cgroup's: it judges only cgroup-wide changes,

@@ -71,7 +71,7 @@ typedef struct CgroupState {
         Layer window; /* the scan window, on top of home */
         int window_llc;
         uint64_t window_short_since_us; /* overloaded and the window too small since; 0: it is not */
-        Departure left; /* its last whole-cgroup balance move */
+        Departure left;                 /* its last whole-cgroup balance move */
         Backoff backoff[N_LAYER_POLICIES];
         ThreadState *threads; /* sorted by (tid, starttime) */
         size_t n_threads;

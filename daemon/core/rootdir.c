@@ -125,8 +125,8 @@ int rootdir_display_path(const RootDir *r, const char *path, char **ret) {
         char *s;
         bool is_slash = streq(r->path, "/");
 
-        if (asprintf(&s, "%s%s%s", is_slash ? "" : r->path,
-                     (!is_slash && path[0] != '/') ? "/" : "", path) < 0)
+        if (asprintf(&s, "%s%s%s", is_slash ? "" : r->path, (!is_slash && path[0] != '/') ? "/" : "", path) <
+            0)
                 return -ENOMEM;
         *ret = s;
         return 0;

@@ -12,14 +12,15 @@ void runtime_state_done(RuntimeState *s) {
         for (size_t i = 0; i < s->n_opt_outs; i++)
                 free(s->opt_outs[i]);
         free(s->opt_outs);
-        *s = (RuntimeState) {};
+        *s = (RuntimeState){};
 }
 
 static int remove_opt_in(RuntimeState *s, const char *cgroup) {
         for (size_t i = 0; i < s->n_opt_ins; i++)
                 if (streq(s->opt_ins[i].cgroup, cgroup)) {
                         free(s->opt_ins[i].cgroup);
-                        memmove(&s->opt_ins[i], &s->opt_ins[i + 1], (s->n_opt_ins - i - 1) * sizeof(OptInEntry));
+                        memmove(&s->opt_ins[i], &s->opt_ins[i + 1],
+                                (s->n_opt_ins - i - 1) * sizeof(OptInEntry));
                         s->n_opt_ins--;
                         return 1;
                 }
@@ -30,7 +31,8 @@ static int remove_opt_out(RuntimeState *s, const char *cgroup) {
         for (size_t i = 0; i < s->n_opt_outs; i++)
                 if (streq(s->opt_outs[i], cgroup)) {
                         free(s->opt_outs[i]);
-                        memmove(&s->opt_outs[i], &s->opt_outs[i + 1], (s->n_opt_outs - i - 1) * sizeof(char *));
+                        memmove(&s->opt_outs[i], &s->opt_outs[i + 1],
+                                (s->n_opt_outs - i - 1) * sizeof(char *));
                         s->n_opt_outs--;
                         return 1;
                 }
@@ -51,7 +53,7 @@ int runtime_state_opt_in(RuntimeState *s, const char *cgroup, CgroupPolicy p) {
         char *d = strdup(cgroup);
         if (!d)
                 return -ENOMEM;
-        s->opt_ins[s->n_opt_ins++] = (OptInEntry) {.cgroup = d, .policy = p};
+        s->opt_ins[s->n_opt_ins++] = (OptInEntry){.cgroup = d, .policy = p};
         return 0;
 }
 
@@ -93,7 +95,8 @@ static int parse(json_object *o, RuntimeState *s) {
                         return -EBADMSG;
                 for (size_t i = 0; i < json_object_array_length(v); i++) {
                         json_object *e = json_object_array_get_idx(v, i), *c, *p;
-                        if (!json_object_object_get_ex(e, "cgroup", &c) || !json_object_object_get_ex(e, "policy", &p))
+                        if (!json_object_object_get_ex(e, "cgroup", &c) ||
+                            !json_object_object_get_ex(e, "policy", &p))
                                 return -EBADMSG;
                         const char *cg = json_object_get_string(c);
                         CgroupPolicy pol = cgroup_policy_from_string(json_object_get_string(p));
@@ -134,8 +137,9 @@ int runtime_state_load(const char *path, RuntimeState *ret) {
                 _cleanup_(freep) char *bad = NULL;
                 if (asprintf(&bad, "%s.bad", path) >= 0)
                         (void) rename(path, bad);
-                log_error("%s: malformed; moved aside to %s.bad, starting without runtime changes", path, path);
-                *ret = (RuntimeState) {};
+                log_error("%s: malformed; moved aside to %s.bad, starting without runtime changes", path,
+                          path);
+                *ret = (RuntimeState){};
                 return 0;
         }
         *ret = s;
@@ -159,7 +163,8 @@ int runtime_state_save(const RuntimeState *s, const char *path) {
         for (size_t i = 0; i < s->n_opt_ins; i++) {
                 json_object *e = json_object_new_object();
                 json_object_object_add(e, "cgroup", json_object_new_string(s->opt_ins[i].cgroup));
-                json_object_object_add(e, "policy", json_object_new_string(cgroup_policy_to_string(s->opt_ins[i].policy)));
+                json_object_object_add(
+                        e, "policy", json_object_new_string(cgroup_policy_to_string(s->opt_ins[i].policy)));
                 json_object_array_add(ins, e);
         }
         for (size_t i = 0; i < s->n_opt_outs; i++)

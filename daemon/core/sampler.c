@@ -112,7 +112,7 @@ static const char *display(const Sampler *s, const char *path, char *buf, size_t
         snprintf(buf, size, "%s%s", s->root->path, path);
         return buf;
 }
-#define DISPLAY(s, path) display((s), (path), (char[PATH_MAX]) {}, PATH_MAX)
+#define DISPLAY(s, path) display((s), (path), (char[PATH_MAX]){}, PATH_MAX)
 
 /* ---- threads ---- */
 
@@ -143,7 +143,7 @@ static ThreadPrev *thread_table_push(ThreadTable *t) {
                 t->items = p;
                 t->alloc = n;
         }
-        t->items[t->n] = (ThreadPrev) {};
+        t->items[t->n] = (ThreadPrev){};
         return &t->items[t->n++];
 }
 
@@ -180,7 +180,7 @@ static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint6
         ThreadPrev *n = thread_table_push(t);
         if (!n)
                 return -ENOMEM;
-        *n = (ThreadPrev) {
+        *n = (ThreadPrev){
                 .tid = tid,
                 .starttime = st.starttime,
                 .exec_ns = ss.sum_exec_runtime_ns,
@@ -191,7 +191,8 @@ static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint6
         if (p && p->starttime == st.starttime && dt_us > 0 && ss.sum_exec_runtime_ns >= p->exec_ns &&
             ss.run_delay_ns >= p->run_delay_ns) {
                 double scale = (double) SCHED_CAPACITY_SCALE / ((double) dt_us * NSEC_PER_USEC);
-                double util = MIN((double) (ss.sum_exec_runtime_ns - p->exec_ns) * scale, (double) SCHED_CAPACITY_SCALE);
+                double util = MIN((double) (ss.sum_exec_runtime_ns - p->exec_ns) * scale,
+                                  (double) SCHED_CAPACITY_SCALE);
                 double wait = (double) (ss.run_delay_ns - p->run_delay_ns) * scale;
                 n->delta_run_delay_ns = ss.run_delay_ns - p->run_delay_ns;
                 n->util = ewma_update(p->util, util, alpha);
@@ -270,9 +271,11 @@ static int read_cpuset_file(Sampler *s, const char *dir, const char *name, CpuSe
 }
 
 /* The cgroup's effective CPUs; v2 without the cpuset controller: all online. */
-static int cgroup_effective_cpus(Sampler *s, const char *dir, bool v2, hwloc_const_bitmap_t online, CpuSet *ret) {
-        const char *const names_v2[] = {"cpuset.cpus.effective"}, *const names_v1[] = {"cpuset.effective_cpus",
-                                                                                         "cpuset.cpus"};
+static int cgroup_effective_cpus(Sampler *s, const char *dir, bool v2, hwloc_const_bitmap_t online,
+                                 CpuSet *ret) {
+        const char *const names_v2[] = {"cpuset.cpus.effective"}, *const names_v1[] = {
+                                                                          "cpuset.effective_cpus",
+                                                                          "cpuset.cpus"};
         const char *const *names = v2 ? names_v2 : names_v1;
         size_t n = v2 ? ELEMENTSOF(names_v2) : ELEMENTSOF(names_v1);
 
@@ -287,8 +290,8 @@ static int cgroup_effective_cpus(Sampler *s, const char *dir, bool v2, hwloc_con
         return *ret ? 0 : -ENOMEM;
 }
 
-static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, size_t n_scanned, uint64_t dt_us,
-                         double alpha, hwloc_const_bitmap_t online, CgroupSample *c) {
+static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, size_t n_scanned,
+                         uint64_t dt_us, double alpha, hwloc_const_bitmap_t online, CgroupSample *c) {
         _cleanup_(freep) char *path = NULL, *list = NULL, *parent = NULL;
         _cleanup_cpuset_ CpuSet parent_cpus = NULL;
         const char *dir = sc->loc->dir;
@@ -370,7 +373,7 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
                 char tpath[96];
                 _cleanup_(freep) char *status = NULL, *sched = NULL;
                 ThreadSample *ts = &c->threads[c->n_threads];
-                *ts = (ThreadSample) {
+                *ts = (ThreadSample){
                         .tid = tp->tid,
                         .starttime = tp->starttime,
                         .cpu = tp->processor,
@@ -478,7 +481,9 @@ static int runnable_raw(Sampler *s, const ProcStat *stat, ProcSchedstat *ret_sch
                         if (!isnan(util_raw[i]))
                                 raw[i] = util_raw[i];
                 for (size_t j = 0; j < t->n; j++) {
-                        const TopoCpu *tc = t->items[j].processor >= 0 ? topology_cpu(topo, (unsigned) t->items[j].processor) : NULL;
+                        const TopoCpu *tc = t->items[j].processor >= 0
+                                                    ? topology_cpu(topo, (unsigned) t->items[j].processor)
+                                                    : NULL;
                         if (!tc)
                                 continue;
                         size_t i = (size_t) (tc - topo->cpus);
@@ -531,7 +536,8 @@ static int build_llcs(const Topology *topo, Snapshot *snap) {
         return 0;
 }
 
-int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups, Snapshot **ret) {
+int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups,
+                   Snapshot **ret) {
         const Topology *topo = s->topo;
         _cleanup_(snapshot_freep) Snapshot *snap = NULL;
         _cleanup_(freep) char *text = NULL;
@@ -568,7 +574,8 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
         /* A CPU the topology has and /proc/stat has not is offline. */
         for (size_t i = 0; i < topo->n_cpus; i++) {
                 const CpuTimes *cur = proc_stat_find(&stat, topo->cpus[i].cpu),
-                               *prev = s->have_prev ? proc_stat_find(&s->prev_stat, topo->cpus[i].cpu) : NULL;
+                               *prev = s->have_prev ? proc_stat_find(&s->prev_stat, topo->cpus[i].cpu)
+                                                    : NULL;
                 util_raw[i] = NAN;
                 if (!cur)
                         continue;
@@ -610,8 +617,10 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
                 CpuState *cs = &s->cpus[i];
                 CpuSample *c = &snap->cpus[i];
 
-                *c = (CpuSample) {.cpu = tc->cpu, .llc = tc->llc, .core = tc->core,
-                                  .online = hwloc_bitmap_isset(online, tc->cpu)};
+                *c = (CpuSample){.cpu = tc->cpu,
+                                 .llc = tc->llc,
+                                 .core = tc->core,
+                                 .online = hwloc_bitmap_isset(online, tc->cpu)};
                 if (!c->online) {
                         cs->primed = false;
                         continue;
@@ -660,7 +669,7 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
                         for (size_t j = 0; j < dead->n_threads; j++)
                                 hwloc_bitmap_free(dead->threads[j].allowed);
                         free(dead->threads);
-                        *dead = (CgroupSample) {};
+                        *dead = (CgroupSample){};
                         if (r == -ENOMEM)
                                 goto fail;
                 }

@@ -36,6 +36,7 @@ void sampler_set_settings(Sampler *s, const Settings *settings);
  * A malformed file fails the sample with -EBADMSG (the file and line are
  * logged) and leaves the previous counters as they were. A cgroup that
  * vanishes is left out of the snapshot, not an error. */
-int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups, Snapshot **ret);
+int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups,
+                   Snapshot **ret);
 
 RunnableSource sampler_source(const Sampler *s);

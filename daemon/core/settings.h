@@ -32,28 +32,28 @@ StickyScope sticky_scope_from_string(const char *s);
 typedef struct Settings {
         /* [Manager] */
         Mode mode;
-        uint64_t sample_period_ms;      /* 100 */
+        uint64_t sample_period_ms;       /* 100 */
         uint64_t smoothing_half_life_ms; /* 200 */
-        bool count_steal;               /* busy includes steal time; true */
-        unsigned max_scan_threads;      /* bound of the THREADS runnable source; 20000 */
-        bool persist_runtime;           /* runtime mode and opt-ins survive a restart; true */
-        char metrics_file[4096];        /* Prometheus textfile; "" = off */
-        uint64_t metrics_interval_ms;   /* how often it is rewritten; 10000 */
+        bool count_steal;                /* busy includes steal time; true */
+        unsigned max_scan_threads;       /* bound of the THREADS runnable source; 20000 */
+        bool persist_runtime;            /* runtime mode and opt-ins survive a restart; true */
+        char metrics_file[4096];         /* Prometheus textfile; "" = off */
+        uint64_t metrics_interval_ms;    /* how often it is rewritten; 10000 */
 
         /* [Policy] */
-        unsigned min_window_cores;       /* 1 */
-        double window_headroom;          /* 0.25 */
-        unsigned min_llc_cpus;           /* 2 */
-        double sticky_idle_percent;      /* 5 */
-        unsigned sticky_ticks;           /* 3 */
-        double sticky_release_percent;   /* 25 */
-        double sticky_max_wait_percent;  /* 5 */
-        StickyScope sticky_scope;        /* core */
-        unsigned imbalance_percent;      /* 117 */
-        unsigned max_moves_per_tick;     /* 4 */
-        uint64_t min_residency_ms;       /* 1000 */
-        uint64_t guard_window_ms;        /* 1000 */
-        double guard_percent;            /* 10 */
+        unsigned min_window_cores;      /* 1 */
+        double window_headroom;         /* 0.25 */
+        unsigned min_llc_cpus;          /* 2 */
+        double sticky_idle_percent;     /* 5 */
+        unsigned sticky_ticks;          /* 3 */
+        double sticky_release_percent;  /* 25 */
+        double sticky_max_wait_percent; /* 5 */
+        StickyScope sticky_scope;       /* core */
+        unsigned imbalance_percent;     /* 117 */
+        unsigned max_moves_per_tick;    /* 4 */
+        uint64_t min_residency_ms;      /* 1000 */
+        uint64_t guard_window_ms;       /* 1000 */
+        double guard_percent;           /* 10 */
 
         /* [Policy], the engine's own thresholds where DESIGN.md gives none
          * (docs/POLICY.md says why each default). */

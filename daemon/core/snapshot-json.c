@@ -6,9 +6,12 @@
 
 static json_object *cpu_to_json(const CpuSample *c) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-        if (!o || json_add(o, "cpu", json_object_new_int64(c->cpu)) < 0 || json_add(o, "llc", json_object_new_int(c->llc)) < 0 ||
-            json_add(o, "core", json_object_new_int(c->core)) < 0 || json_add(o, "online", json_object_new_boolean(c->online)) < 0 ||
-            json_add(o, "util", json_double_1(c->util)) < 0 || json_add(o, "runnable", json_double_1(c->runnable)) < 0 ||
+        if (!o || json_add(o, "cpu", json_object_new_int64(c->cpu)) < 0 ||
+            json_add(o, "llc", json_object_new_int(c->llc)) < 0 ||
+            json_add(o, "core", json_object_new_int(c->core)) < 0 ||
+            json_add(o, "online", json_object_new_boolean(c->online)) < 0 ||
+            json_add(o, "util", json_double_1(c->util)) < 0 ||
+            json_add(o, "runnable", json_double_1(c->runnable)) < 0 ||
             json_add(o, "boosted", json_double_1(c->boosted)) < 0)
                 return NULL;
         return TAKE_PTR(o);
@@ -16,8 +19,10 @@ static json_object *cpu_to_json(const CpuSample *c) {
 
 static json_object *llc_to_json(const LlcSample *l) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-        if (!o || json_add(o, "id", json_object_new_int64(l->id)) < 0 || json_add(o, "cpus", json_cpuset(l->cpus)) < 0 ||
-            json_add(o, "weight", json_object_new_int64(l->weight)) < 0 || json_add(o, "util", json_double_1(l->util)) < 0 ||
+        if (!o || json_add(o, "id", json_object_new_int64(l->id)) < 0 ||
+            json_add(o, "cpus", json_cpuset(l->cpus)) < 0 ||
+            json_add(o, "weight", json_object_new_int64(l->weight)) < 0 ||
+            json_add(o, "util", json_double_1(l->util)) < 0 ||
             json_add(o, "boosted", json_double_1(l->boosted)) < 0 ||
             json_add(o, "nr_idle_scan", json_object_new_int64(l->nr_idle_scan)) < 0 ||
             json_add(o, "overloaded", json_object_new_boolean(l->overloaded)) < 0)
@@ -28,8 +33,10 @@ static json_object *llc_to_json(const LlcSample *l) {
 static json_object *thread_to_json(const ThreadSample *t) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
         if (!o || json_add(o, "tid", json_object_new_int64(t->tid)) < 0 ||
-            json_add(o, "starttime", json_object_new_uint64(t->starttime)) < 0 || json_add(o, "cpu", json_object_new_int(t->cpu)) < 0 ||
-            json_add(o, "allowed", json_cpuset(t->allowed)) < 0 || json_add(o, "util", json_double_1(t->util)) < 0 ||
+            json_add(o, "starttime", json_object_new_uint64(t->starttime)) < 0 ||
+            json_add(o, "cpu", json_object_new_int(t->cpu)) < 0 ||
+            json_add(o, "allowed", json_cpuset(t->allowed)) < 0 ||
+            json_add(o, "util", json_double_1(t->util)) < 0 ||
             json_add(o, "wait", json_double_1(t->wait)) < 0 ||
             json_add(o, "run_delay_ns", json_object_new_uint64(t->run_delay_ns)) < 0 ||
             json_add(o, "nr_migrations", json_object_new_uint64(t->nr_migrations)) < 0)
@@ -38,10 +45,12 @@ static json_object *thread_to_json(const ThreadSample *t) {
 }
 
 static json_object *cgroup_to_json(const CgroupSample *c) {
-        _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *threads = json_object_new_array();
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object(),
+                                                *threads = json_object_new_array();
         if (!o || !threads || json_add(o, "path", json_object_new_string(c->path)) < 0 ||
             json_add(o, "policy", json_object_new_string(cgroup_policy_to_string(c->policy))) < 0 ||
-            json_add(o, "allowed", json_cpuset(c->allowed)) < 0 || json_add(o, "cpus", json_cpuset(c->cpus)) < 0 ||
+            json_add(o, "allowed", json_cpuset(c->allowed)) < 0 ||
+            json_add(o, "cpus", json_cpuset(c->cpus)) < 0 ||
             json_add(o, "pressure_some_avg10", json_double_1(c->pressure_some_avg10)) < 0)
                 return NULL;
         for (size_t i = 0; i < c->n_threads; i++)
@@ -53,9 +62,11 @@ static json_object *cgroup_to_json(const CgroupSample *c) {
 }
 
 int snapshot_to_json(const Snapshot *s, json_object **ret) {
-        _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *source = json_object_new_object(),
-                                                *cpus = json_object_new_array(), *llcs = json_object_new_array(),
-                                                *psi = json_object_new_object(), *cgroups = json_object_new_array();
+        _cleanup_(json_object_putp)
+                json_object *o = json_object_new_object(),
+                            *source = json_object_new_object(), *cpus = json_object_new_array(),
+                            *llcs = json_object_new_array(), *psi = json_object_new_object(),
+                            *cgroups = json_object_new_array();
 
         if (!o || !source || !cpus || !llcs || !psi || !cgroups)
                 return -ENOMEM;
@@ -75,9 +86,9 @@ int snapshot_to_json(const Snapshot *s, json_object **ret) {
                 if (json_append(cgroups, cgroup_to_json(&s->cgroups[i])) < 0)
                         return -ENOMEM;
         if (json_add(psi, "some_avg10", json_double_1(s->psi_some_avg10)) < 0 ||
-            json_add(psi, "full_avg10", json_double_1(s->psi_full_avg10)) < 0 || json_add(o, "cpus", TAKE_PTR(cpus)) < 0 ||
-            json_add(o, "llcs", TAKE_PTR(llcs)) < 0 || json_add(o, "psi", TAKE_PTR(psi)) < 0 ||
-            json_add(o, "cgroups", TAKE_PTR(cgroups)) < 0)
+            json_add(psi, "full_avg10", json_double_1(s->psi_full_avg10)) < 0 ||
+            json_add(o, "cpus", TAKE_PTR(cpus)) < 0 || json_add(o, "llcs", TAKE_PTR(llcs)) < 0 ||
+            json_add(o, "psi", TAKE_PTR(psi)) < 0 || json_add(o, "cgroups", TAKE_PTR(cgroups)) < 0)
                 return -ENOMEM;
 
         *ret = TAKE_PTR(o);
@@ -89,7 +100,8 @@ int snapshot_to_json_string(const Snapshot *s, char **ret) {
         int r = snapshot_to_json(s, &o);
         if (r < 0)
                 return r;
-        const char *t = json_object_to_json_string_ext(o, JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+        const char *t =
+                json_object_to_json_string_ext(o, JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!t)
                 return -ENOMEM;
         char *d = strdup(t);
@@ -184,8 +196,9 @@ static int array(const Ctx *x, json_object *o, const char *key, json_object **re
 static int parse_thread(const Ctx *x, json_object *o, ThreadSample *t) {
         int tid = 0;
         if (get_int(x, o, "tid", 1, INT32_MAX, &tid) < 0 || get_u64(x, o, "starttime", &t->starttime) < 0 ||
-            get_int(x, o, "cpu", -1, INT32_MAX, &t->cpu) < 0 || get_cpuset(x, o, "allowed", &t->allowed) < 0 ||
-            get_double(x, o, "util", &t->util) < 0 || get_double(x, o, "wait", &t->wait) < 0)
+            get_int(x, o, "cpu", -1, INT32_MAX, &t->cpu) < 0 ||
+            get_cpuset(x, o, "allowed", &t->allowed) < 0 || get_double(x, o, "util", &t->util) < 0 ||
+            get_double(x, o, "wait", &t->wait) < 0)
                 return -EBADMSG;
         t->tid = tid;
         /* Optional: older recordings lack them. */
@@ -251,7 +264,8 @@ int snapshot_from_json_string(const char *text, const char *file, unsigned line,
                 return -EBADMSG;
         s->source = runnable_source_from_string(json_object_get_string(v));
         if (s->source < 0)
-                return log_parse_error(file, line, "unknown runnable source '%s'", json_object_get_string(v));
+                return log_parse_error(file, line, "unknown runnable source '%s'",
+                                       json_object_get_string(v));
         if (json_object_object_get_ex(source, "threads_truncated", &v))
                 s->threads_truncated = json_object_get_boolean(v);
 
@@ -265,14 +279,17 @@ int snapshot_from_json_string(const char *text, const char *file, unsigned line,
                 LlcSample *ls = &s->llcs[i];
                 int id = 0, weight = 0, nr = 0;
                 s->n_llcs = i + 1;
-                if (get_int(&x, l, "id", 0, INT32_MAX, &id) < 0 || get_cpuset(&x, l, "cpus", &ls->cpus) < 0 ||
-                    get_int(&x, l, "weight", 0, INT32_MAX, &weight) < 0 || get_double(&x, l, "util", &ls->util) < 0 ||
+                if (get_int(&x, l, "id", 0, INT32_MAX, &id) < 0 ||
+                    get_cpuset(&x, l, "cpus", &ls->cpus) < 0 ||
+                    get_int(&x, l, "weight", 0, INT32_MAX, &weight) < 0 ||
+                    get_double(&x, l, "util", &ls->util) < 0 ||
                     get_double(&x, l, "boosted", &ls->boosted) < 0 ||
                     get_int(&x, l, "nr_idle_scan", 0, INT32_MAX, &nr) < 0 ||
                     get_bool(&x, l, "overloaded", &ls->overloaded) < 0)
                         return -EBADMSG;
                 if ((size_t) id != i)
-                        return log_parse_error(file, line, "llcs[%zu] has id %d: ids must be 0..n-1 in order", i, id);
+                        return log_parse_error(file, line,
+                                               "llcs[%zu] has id %d: ids must be 0..n-1 in order", i, id);
                 ls->id = (unsigned) id;
                 ls->weight = (unsigned) weight;
                 ls->nr_idle_scan = (unsigned) nr;
@@ -289,17 +306,20 @@ int snapshot_from_json_string(const char *text, const char *file, unsigned line,
                 int cpu = 0;
                 if (get_int(&x, c, "cpu", 0, INT32_MAX, &cpu) < 0 ||
                     get_int(&x, c, "llc", -1, (int) s->n_llcs - 1, &cs->llc) < 0 ||
-                    get_int(&x, c, "core", -1, INT32_MAX, &cs->core) < 0 || get_bool(&x, c, "online", &cs->online) < 0 ||
-                    get_double(&x, c, "util", &cs->util) < 0 || get_double(&x, c, "runnable", &cs->runnable) < 0 ||
+                    get_int(&x, c, "core", -1, INT32_MAX, &cs->core) < 0 ||
+                    get_bool(&x, c, "online", &cs->online) < 0 || get_double(&x, c, "util", &cs->util) < 0 ||
+                    get_double(&x, c, "runnable", &cs->runnable) < 0 ||
                     get_double(&x, c, "boosted", &cs->boosted) < 0)
                         return -EBADMSG;
                 cs->cpu = (unsigned) cpu;
                 if (i > 0 && cs->cpu <= s->cpus[i - 1].cpu)
-                        return log_parse_error(file, line, "cpus must be sorted by cpu without duplicates (cpu %d)", cpu);
+                        return log_parse_error(
+                                file, line, "cpus must be sorted by cpu without duplicates (cpu %d)", cpu);
                 s->n_cpus = i + 1;
         }
 
-        if (field(&x, o, "psi", json_type_object, &psi) < 0 || get_double(&x, psi, "some_avg10", &s->psi_some_avg10) < 0 ||
+        if (field(&x, o, "psi", json_type_object, &psi) < 0 ||
+            get_double(&x, psi, "some_avg10", &s->psi_some_avg10) < 0 ||
             get_double(&x, psi, "full_avg10", &s->psi_full_avg10) < 0)
                 return -EBADMSG;
 

@@ -35,9 +35,9 @@ const char *cgroup_policy_to_string(CgroupPolicy p);
 CgroupPolicy cgroup_policy_from_string(const char *s);
 
 typedef struct CpuSample {
-        unsigned cpu;    /* OS index */
-        int llc;         /* index into Snapshot.llcs, -1 if unknown (offline, not in topology) */
-        int core;        /* index of the core (global, dense), -1 if unknown */
+        unsigned cpu; /* OS index */
+        int llc;      /* index into Snapshot.llcs, -1 if unknown (offline, not in topology) */
+        int core;     /* index of the core (global, dense), -1 if unknown */
         bool online;
         double util;     /* 0..1024, smoothed */
         double runnable; /* 0.., smoothed; running + waiting, may exceed 1024 */
@@ -45,11 +45,11 @@ typedef struct CpuSample {
 } CpuSample;
 
 typedef struct LlcSample {
-        unsigned id;  /* dense, 0..n_llcs-1 */
-        CpuSet cpus;  /* all CPUs of the domain, online or not */
-        unsigned weight; /* online CPUs in the domain */
-        double util;     /* mean per online CPU, 0..1024 */
-        double boosted;  /* mean per online CPU, 0..1024 */
+        unsigned id;           /* dense, 0..n_llcs-1 */
+        CpuSet cpus;           /* all CPUs of the domain, online or not */
+        unsigned weight;       /* online CPUs in the domain */
+        double util;           /* mean per online CPU, 0..1024 */
+        double boosted;        /* mean per online CPU, 0..1024 */
         unsigned nr_idle_scan; /* SIS_UTIL, 0..weight */
         bool overloaded;       /* nr_idle_scan < weight / 2: see docs/DECISIONS.md */
 } LlcSample;
@@ -61,15 +61,15 @@ typedef struct ThreadSample {
         CpuSet allowed;     /* the thread's current affinity */
         double util;        /* CPU time it got, 0..1024 per interval, smoothed */
         double wait;        /* run-queue wait, 0..1024 per interval, smoothed */
-        uint64_t run_delay_ns;   /* raw cumulative, for the record */
-        uint64_t nr_migrations;  /* from /proc/<pid>/task/<tid>/sched; 0 if absent */
+        uint64_t run_delay_ns;  /* raw cumulative, for the record */
+        uint64_t nr_migrations; /* from /proc/<pid>/task/<tid>/sched; 0 if absent */
 } ThreadSample;
 
 typedef struct CgroupSample {
-        char *path;           /* as named by the operator: "/bench1" or "/system.slice/app.service" */
+        char *path; /* as named by the operator: "/bench1" or "/system.slice/app.service" */
         CgroupPolicy policy;
-        CpuSet allowed;       /* what the cgroup may use: its parent's effective CPUs ∩ online */
-        CpuSet cpus;          /* its current effective CPUs */
+        CpuSet allowed;             /* what the cgroup may use: its parent's effective CPUs ∩ online */
+        CpuSet cpus;                /* its current effective CPUs */
         double pressure_some_avg10; /* cgroup v2 cpu.pressure; 0 where there is none */
         ThreadSample *threads;
         size_t n_threads;

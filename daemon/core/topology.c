@@ -167,7 +167,7 @@ static int topology_fill(Topology *t, hwloc_topology_t topo) {
                 return -ENOMEM;
 
         for (int i = hwloc_bitmap_first(t->all); i >= 0; i = hwloc_bitmap_next(t->all, i))
-                t->cpus[t->n_cpus++] = (TopoCpu) {
+                t->cpus[t->n_cpus++] = (TopoCpu){
                         .cpu = (unsigned) i,
                         .core = -1,
                         .llc = -1,
@@ -245,7 +245,8 @@ static int load_fsroot(hwloc_topology_t topo, const RootDir *root) {
 
         r = rootdir_access(root, "/sys/devices/system/cpu", F_OK);
         if (r < 0)
-                return log_error_errno(r, "%s has no /sys/devices/system/cpu, cannot discover its CPU topology",
+                return log_error_errno(r,
+                                       "%s has no /sys/devices/system/cpu, cannot discover its CPU topology",
                                        root->path);
 
         /* The x86 backend would merge the CPUID of the CPU we run on into a
@@ -313,7 +314,8 @@ int topology_load(const RootDir *root, const char *source, Topology **ret) {
                 if (host) {
                         errno = 0;
                         if (hwloc_topology_load(topo) < 0)
-                                return log_error_errno(hwloc_errno(), "Failed to load the live CPU topology");
+                                return log_error_errno(hwloc_errno(),
+                                                       "Failed to load the live CPU topology");
                 } else {
                         r = load_fsroot(topo, root);
                         if (r < 0)
@@ -326,7 +328,8 @@ int topology_load(const RootDir *root, const char *source, Topology **ret) {
                                 return -ENOMEM;
                         errno = 0;
                         if (hwloc_topology_set_xml(topo, source) < 0)
-                                return log_error_errno(hwloc_errno(), "Failed to read topology XML %s", source);
+                                return log_error_errno(hwloc_errno(), "Failed to read topology XML %s",
+                                                       source);
                 } else {
                         if (asprintf(&t->source, "synthetic:%s", source) < 0) {
                                 t->source = NULL;
@@ -334,21 +337,23 @@ int topology_load(const RootDir *root, const char *source, Topology **ret) {
                         }
                         errno = 0;
                         if (hwloc_topology_set_synthetic(topo, source) < 0)
-                                return log_error_errno(hwloc_errno(), "Invalid hwloc synthetic topology \"%s\"",
-                                                       source);
+                                return log_error_errno(hwloc_errno(),
+                                                       "Invalid hwloc synthetic topology \"%s\"", source);
                 }
 
                 errno = 0;
                 if (hwloc_topology_load(topo) < 0)
-                        return log_error_errno(hwloc_errno(), "Failed to load CPU topology from %s", t->source);
+                        return log_error_errno(hwloc_errno(), "Failed to load CPU topology from %s",
+                                               t->source);
         }
 
         r = topology_fill(t, topo);
         if (r < 0)
                 return log_error_errno(r, "Failed to read CPU topology from %s", t->source);
 
-        log_debug("CPU topology from %s: %zu CPUs, %zu cores, %zu LLCs, %u packages, %u NUMA nodes, %u kinds",
-                  t->source, t->n_cpus, t->n_cores, t->n_llcs, t->n_packages, t->n_numa, t->n_kinds);
+        log_debug(
+                "CPU topology from %s: %zu CPUs, %zu cores, %zu LLCs, %u packages, %u NUMA nodes, %u kinds",
+                t->source, t->n_cpus, t->n_cores, t->n_llcs, t->n_packages, t->n_numa, t->n_kinds);
 
         *ret = TAKE_PTR(t);
         return 0;

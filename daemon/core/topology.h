@@ -23,12 +23,13 @@
 
 typedef struct TopoCpu {
         unsigned cpu; /* OS index */
-        int core;     /* dense index into Topology.cores, -1 if unknown (e.g. offline CPU absent from the tree) */
-        int llc;      /* dense index into Topology.llcs, -1 if unknown */
-        int package;  /* hwloc logical index, -1 if unknown; offline CPUs are placed by complete_cpuset */
-        int numa;     /* hwloc logical NUMA node index (nearest node), -1 if unknown */
-        int kind;     /* hwloc cpukind index (0 = least efficient as hwloc orders them), -1 if no kinds */
-        bool online;  /* in hwloc's topology cpuset (not only in complete_cpuset) */
+        int core; /* dense index into Topology.cores, -1 if unknown (e.g. offline CPU absent from the tree)
+                   */
+        int llc;  /* dense index into Topology.llcs, -1 if unknown */
+        int package; /* hwloc logical index, -1 if unknown; offline CPUs are placed by complete_cpuset */
+        int numa;    /* hwloc logical NUMA node index (nearest node), -1 if unknown */
+        int kind;    /* hwloc cpukind index (0 = least efficient as hwloc orders them), -1 if no kinds */
+        bool online; /* in hwloc's topology cpuset (not only in complete_cpuset) */
 } TopoCpu;
 
 /* SMT siblings. A PU without a core parent (some synthetic strings) is a
@@ -39,9 +40,9 @@ typedef struct TopoCore {
 } TopoCore;
 
 typedef struct TopoLlc {
-        CpuSet cpus;     /* online CPUs only */
-        unsigned level;  /* cache depth: 3 for L3, 2 for L2, 0 if no cache at all */
-        uint64_t size;   /* bytes, 0 if unknown */
+        CpuSet cpus;    /* online CPUs only */
+        unsigned level; /* cache depth: 3 for L3, 2 for L2, 0 if no cache at all */
+        uint64_t size;  /* bytes, 0 if unknown */
         unsigned n_cores;
 } TopoLlc;
 

@@ -51,8 +51,10 @@ int main(int argc, char *argv[]) {
         double seconds = 10;
         int c;
         static const struct option options[] = {
-                {"threads", required_argument, NULL, 't'}, {"duty", required_argument, NULL, 'd'},
-                {"churn", required_argument, NULL, 'c'},   {"seconds", required_argument, NULL, 's'},
+                {"threads", required_argument, NULL, 't'},
+                {"duty", required_argument, NULL, 'd'},
+                {"churn", required_argument, NULL, 'c'},
+                {"seconds", required_argument, NULL, 's'},
                 {},
         };
         while ((c = getopt_long(argc, argv, "t:d:c:s:", options, NULL)) >= 0)
@@ -70,7 +72,9 @@ int main(int argc, char *argv[]) {
                         seconds = atof(optarg);
                         break;
                 default:
-                        fprintf(stderr, "usage: %s [--threads N] [--duty PCT] [--churn RATE] [--seconds S]\n", argv[0]);
+                        fprintf(stderr,
+                                "usage: %s [--threads N] [--duty PCT] [--churn RATE] [--seconds S]\n",
+                                argv[0]);
                         return 2;
                 }
 
