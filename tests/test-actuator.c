@@ -659,7 +659,7 @@ static void assert_cg(const char *dir, const char *file, const char *want) {
 static void assert_mask(pid_t tid, const char *want) {
         _cleanup_cpuset_ CpuSet s = NULL;
         char *got = NULL;
-        assert_int_equal(act_thread_get_affinity(tid, &s), 0);
+        assert_int_equal(thread_get_affinity(tid, &s), 0);
         assert_int_equal(cpuset_format(s, &got), 0);
         if (!streq(got, want))
                 fail_msg("tid %d: mask '%s', expected '%s'", (int) tid, got, want);
@@ -668,7 +668,7 @@ static void assert_mask(pid_t tid, const char *want) {
 
 static void pin(pid_t tid, const char *cpus) {
         _cleanup_cpuset_ CpuSet s = set_of(cpus);
-        assert_int_equal(act_thread_set_affinity(tid, s), 0);
+        assert_int_equal(thread_set_affinity(tid, s), 0);
 }
 
 static void move_to(const char *dir, pid_t tid) {
@@ -720,7 +720,7 @@ static int live_setup(void **state) {
         for (size_t i = 0; i < N_WORKERS; i++) {
                 worker_start(&l->w[i]);
                 /* No affinity of their own, whatever this test runs under. */
-                assert_int_equal(act_thread_set_affinity_all(l->w[i].tid, 1024), 0);
+                assert_int_equal(thread_set_affinity_all(l->w[i].tid, 1024), 0);
                 move_to(l->dir, l->w[i].tid);
                 assert_mask(l->w[i].tid, l->both);
         }
@@ -797,7 +797,7 @@ static Snapshot *live_snapshot(const Live *l, const char *name, const char *dir,
         free(eff);
         for (size_t i = 0; i < n; i++) {
                 _cleanup_cpuset_ CpuSet m = NULL;
-                if (act_thread_get_affinity(ws[i]->tid, &m) < 0)
+                if (thread_get_affinity(ws[i]->tid, &m) < 0)
                         m = hwloc_bitmap_dup(c->cpus); /* exited: as it was sampled */
                 snap_add_thread(c, ws[i]->tid, ws[i]->starttime, m);
         }
@@ -1238,10 +1238,10 @@ static void test_live_threads_backend(void **state) {
         /* A new thread, born of a creator inside the window. */
         Worker born;
         _cleanup_cpuset_ CpuSet self = NULL;
-        assert_int_equal(act_thread_get_affinity(0, &self), 0);
+        assert_int_equal(thread_get_affinity(0, &self), 0);
         pin(0, l->only1);
         worker_start(&born);
-        assert_int_equal(act_thread_set_affinity(0, self), 0);
+        assert_int_equal(thread_set_affinity(0, self), 0);
         move_to(l->dir, born.tid); /* in v1, where the workers are */
         assert_int_equal(actuator_adopt_thread(l->a, name, born.tid), 1);
         assert_int_equal(actuator_adopt_thread(l->a, name, born.tid), 0);

@@ -142,10 +142,22 @@ static void test_schedstat_source(void **state) {
                 assert_int_equal(t->cpu, (int) (tid % N_CPUS));
                 assert_true(fabs(t->util - cap(thread_util_pct(tid))) < 0.01);
                 assert_true(fabs(t->wait - cap(thread_wait_pct(tid))) < 0.01);
-                assert_int_equal(t->nr_migrations, tid % 3);
+                /* Read at the first sample (tick 0: no migrations yet), next at
+                 * the SAMPLER_SCHED_FILE_EVERY-th. */
+                assert_int_equal(t->nr_migrations, 0);
                 assert_int_equal(hwloc_bitmap_weight(t->allowed), N_CPUS);
         }
         snapshot_free(s);
+
+        /* Samples 2.. SAMPLER_SCHED_FILE_EVERY: the file is read again at the last. */
+        for (unsigned k = 2; k <= SAMPLER_SCHED_FILE_EVERY; k++) {
+                gen(f, k, "--schedstat");
+                assert_int_equal(sampler_sample(f->sampler, (k + 1) * 1000000ULL, &f->cg, 1, &s), 0);
+                unsigned tid = FIRST_TID + 4; /* tid % 3 == 2: a read shows */
+                assert_int_equal(s->cgroups[0].threads[4].nr_migrations,
+                                 k < SAMPLER_SCHED_FILE_EVERY ? 0 : k * (tid % 3));
+                snapshot_free(s);
+        }
 }
 
 static void test_threads_source(void **state) {

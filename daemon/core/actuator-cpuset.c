@@ -380,7 +380,7 @@ static int cgroup_fixup_threads(ActCtx *c, const char *cgroup, hwloc_const_bitma
                 a->dirty = true;
                 if (!a->live)
                         continue;
-                r = act_thread_get_affinity(t->tid, &cur);
+                r = thread_get_affinity(t->tid, &cur);
                 if (r == -ESRCH) {
                         actuator_forget_thread(a, t->tid);
                         continue;
@@ -396,11 +396,11 @@ static int cgroup_fixup_threads(ActCtx *c, const char *cgroup, hwloc_const_bitma
                                 log_debug("cgroup %s tid %d: the kernel reset the thread's mask to %s; "
                                           "setting it again",
                                           cgroup, (int) t->tid, cpuset_to_string(cur, b1, sizeof(b1)));
-                                r = act_thread_set_affinity(t->tid, base);
+                                r = thread_set_affinity(t->tid, base);
                                 if (r >= 0) {
                                         hwloc_bitmap_free(cur);
                                         cur = NULL;
-                                        r = act_thread_get_affinity(t->tid, &cur);
+                                        r = thread_get_affinity(t->tid, &cur);
                                 }
                                 if (r == -ESRCH) {
                                         actuator_forget_thread(a, t->tid);

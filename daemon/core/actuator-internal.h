@@ -16,6 +16,7 @@
  * and the state file loses nothing. */
 
 #include "actuator.h"
+#include "affinity.h"
 #include "log.h"
 
 /* A thread steerd changed. */
@@ -132,11 +133,7 @@ bool act_is_eperm(int r);
 void act_save_state(Actuator *a);
 
 /* ---- actuator-threads.c ---- */
-int act_affinity_probe_bytes(size_t *ret);
-int act_thread_get_affinity(pid_t tid, CpuSet *ret);
-int act_thread_set_affinity(pid_t tid, hwloc_const_bitmap_t set);
 /* Every CPU the kernel knows: the thread gets what its cpuset allows. */
-int act_thread_set_affinity_all(pid_t tid, size_t affinity_bytes);
 /* Field 22 of ROOT/proc/<tid>/task/<tid>/stat; -ESRCH when the thread is gone. */
 int act_thread_read_starttime(const RootDir *root, pid_t tid, uint64_t *ret);
 /* 0 if the tid still names that thread, -ESRCH if not. */

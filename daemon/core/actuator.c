@@ -314,7 +314,7 @@ int actuator_new(const RootDir *root, const char *state_path, sd_bus *bus, Actua
         if (state_path && !(a->state_path = strdup(state_path)))
                 return -ENOMEM;
         a->bus = bus ? sd_bus_ref(bus) : NULL;
-        if (act_affinity_probe_bytes(&a->affinity_bytes) < 0)
+        if (affinity_probe_bytes(&a->affinity_bytes) < 0)
                 a->affinity_bytes = CPU_SETSIZE / 8;
 
         *ret = TAKE_PTR(a);
@@ -826,13 +826,13 @@ static int release_one(Actuator *a, const char *cgroup) {
                  * are written: give the exact originals back once more. */
                 for (size_t i = 0; written && a->live && i < n_exact; i++) {
                         _cleanup_cpuset_ CpuSet cur = NULL;
-                        if (act_thread_get_affinity(exact[i].tid, &cur) < 0 ||
+                        if (thread_get_affinity(exact[i].tid, &cur) < 0 ||
                             act_cpuset_equal_on(cur, exact[i].original, c.online))
                                 continue;
                         log_debug(
                                 "cgroup %s tid %d: the kernel reset the restored mask; giving it back again",
                                 cgroup, (int) exact[i].tid);
-                        (void) act_thread_set_affinity(exact[i].tid, exact[i].original);
+                        (void) thread_set_affinity(exact[i].tid, exact[i].original);
                 }
         }
         for (size_t i = 0; i < n_exact; i++)

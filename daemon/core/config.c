@@ -37,6 +37,7 @@ static const KeyDef key_table[] = {
         K("Manager", "SmoothingHalfLifeMs", KEY_U64, smoothing_half_life_ms, 0, 600000),
         K("Manager", "CountSteal", KEY_BOOL, count_steal, 0, 0),
         K("Manager", "MaxScanThreads", KEY_UINT, max_scan_threads, 1, 10000000),
+        K("Manager", "RunnableIntervalMs", KEY_U64, runnable_interval_ms, 0, 60000),
         K("Manager", "PersistRuntime", KEY_BOOL, persist_runtime, 0, 0),
         K("Manager", "MetricsFile", KEY_PATH, metrics_file, 0, 0),
         K("Manager", "MetricsIntervalMs", KEY_U64, metrics_interval_ms, 100, 3600000),

@@ -6,6 +6,7 @@
 #include <limits.h>
 
 #include "ewma.h"
+#include "affinity.h"
 #include "log.h"
 #include "proc-pressure.h"
 #include "proc-schedstat.h"
@@ -25,10 +26,13 @@ typedef struct ThreadPrev {
         double util, wait; /* smoothed */
         int processor;
         uint64_t delta_run_delay_ns; /* this tick's, for the THREADS source */
+        uint64_t nr_migrations;      /* last read of /proc/<tid>/sched */
+        bool have_migrations;        /* it was read for this thread */
 } ThreadPrev;
 
 typedef struct CpuState {
         double util, runnable; /* smoothed */
+        double contention;     /* debugfs: runnable_avg - util_avg at its last read */
         bool primed;           /* smoothed values hold data */
 } CpuState;
 
@@ -47,7 +51,12 @@ struct Sampler {
 
         ThreadPrev *threads; /* sorted by tid */
         size_t n_threads;
+
+        bool live;               /* the root is "/": the threads are this host's */
+        uint64_t n_samples;      /* for the files read only every few ticks */
+        uint64_t debugfs_read_us; /* when sched/debug was last read */
 };
+
 
 static int probe_source(const RootDir *root) {
         if (rootdir_access(root, "/proc/schedstat", R_OK) >= 0)
@@ -76,6 +85,7 @@ int sampler_new(const RootDir *root, const Topology *topo, const Settings *setti
         if (!s->cpus)
                 return -ENOMEM;
         s->source = probe_source(root);
+        s->live = streq(root->path, "/");
         log_debug("Runnable source: %s", runnable_source_to_string(s->source));
 
         *ret = TAKE_PTR(s);
@@ -188,6 +198,10 @@ static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint6
                 .processor = st.processor,
         };
         ThreadPrev *p = thread_find(s->threads, s->n_threads, tid);
+        if (p && p->starttime == st.starttime) {
+                n->nr_migrations = p->nr_migrations;
+                n->have_migrations = p->have_migrations;
+        }
         if (p && p->starttime == st.starttime && dt_us > 0 && ss.sum_exec_runtime_ns >= p->exec_ns &&
             ss.run_delay_ns >= p->run_delay_ns) {
                 double scale = (double) SCHED_CAPACITY_SCALE / ((double) dt_us * NSEC_PER_USEC);
@@ -381,21 +395,36 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
                         .wait = tp->wait,
                         .run_delay_ns = tp->run_delay_ns,
                 };
-                snprintf(tpath, sizeof(tpath), "/proc/%ld/task/%ld/status", tid, tid);
-                r = read_file(s, tpath, &status);
-                if (r < 0) {
-                        if (vanished(r))
+                if (s->live) {
+                        /* One syscall instead of formatting and parsing status. */
+                        r = thread_get_affinity((pid_t) tid, &ts->allowed);
+                        if (r < 0) {
+                                if (r == -ESRCH)
+                                        continue;
+                                return r;
+                        }
+                } else {
+                        snprintf(tpath, sizeof(tpath), "/proc/%ld/task/%ld/status", tid, tid);
+                        r = read_file(s, tpath, &status);
+                        if (r < 0) {
+                                if (vanished(r))
+                                        continue;
+                                return r;
+                        }
+                        if (thread_status_parse_cpus_allowed(status, DISPLAY(s, tpath), &ts->allowed, NULL) < 0)
                                 continue;
-                        return r;
                 }
-                if (thread_status_parse_cpus_allowed(status, DISPLAY(s, tpath), &ts->allowed, NULL) < 0)
-                        continue;
-                snprintf(tpath, sizeof(tpath), "/proc/%ld/task/%ld/sched", tid, tid);
-                if (read_file(s, tpath, &sched) >= 0) {
-                        ThreadSched sch;
-                        if (thread_sched_parse(sched, DISPLAY(s, tpath), &sch, NULL) >= 0)
-                                ts->nr_migrations = sch.nr_migrations;
+                if (s->n_samples % SAMPLER_SCHED_FILE_EVERY == 0 || !tp->have_migrations) {
+                        snprintf(tpath, sizeof(tpath), "/proc/%ld/task/%ld/sched", tid, tid);
+                        if (read_file(s, tpath, &sched) >= 0) {
+                                ThreadSched sch;
+                                if (thread_sched_parse(sched, DISPLAY(s, tpath), &sch, NULL) >= 0) {
+                                        tp->nr_migrations = sch.nr_migrations;
+                                        tp->have_migrations = true;
+                                }
+                        }
                 }
+                ts->nr_migrations = tp->nr_migrations;
                 c->n_threads++;
         }
         return 0;
@@ -423,7 +452,7 @@ static int read_psi(Sampler *s, Snapshot *snap) {
 
 /* Raw (unsmoothed) runnable of each CPU for this tick, or NAN where unknown. */
 static int runnable_raw(Sampler *s, const ProcStat *stat, ProcSchedstat *ret_schedstat, const ThreadTable *t,
-                        uint64_t dt_us, const double *util_raw, double *raw) {
+                        uint64_t now_us, uint64_t dt_us, const double *util_raw, double *raw) {
         const Topology *topo = s->topo;
         int r;
 
@@ -454,6 +483,15 @@ static int runnable_raw(Sampler *s, const ProcStat *stat, ProcSchedstat *ret_sch
         case RUNNABLE_SOURCE_DEBUGFS: {
                 _cleanup_(freep) char *text = NULL;
                 SchedDebug sd = {};
+                /* sched/debug lists every task of the host (236 KB, ~3 ms a read
+                 * on a 2-CPU VM): read it every RunnableIntervalMs and hold each
+                 * CPU's contention in between. */
+                if (s->have_prev && now_us - s->debugfs_read_us < s->settings.runnable_interval_ms * USEC_PER_MSEC) {
+                        for (size_t i = 0; i < topo->n_cpus; i++)
+                                if (!isnan(util_raw[i]))
+                                        raw[i] = util_raw[i] + s->cpus[i].contention;
+                        return 0;
+                }
                 r = read_file(s, SCHED_DEBUG_PATH, &text);
                 if (r < 0)
                         return log_error_errno(r, "Cannot read %s", SCHED_DEBUG_PATH);
@@ -466,11 +504,12 @@ static int runnable_raw(Sampler *s, const ProcStat *stat, ProcSchedstat *ret_sch
                  * runnable_avg above util_avg: add that to our util. */
                 for (size_t i = 0; i < topo->n_cpus; i++) {
                         const SchedDebugCpu *c = sched_debug_find(&sd, topo->cpus[i].cpu);
+                        s->cpus[i].contention =
+                                c && c->runnable_avg > c->util_avg ? (double) (c->runnable_avg - c->util_avg) : 0.0;
                         if (c && !isnan(util_raw[i]))
-                                raw[i] = util_raw[i] + (c->runnable_avg > c->util_avg
-                                                                ? (double) (c->runnable_avg - c->util_avg)
-                                                                : 0.0);
+                                raw[i] = util_raw[i] + s->cpus[i].contention;
                 }
+                s->debugfs_read_us = now_us;
                 sched_debug_done(&sd);
                 return 0;
         }
@@ -594,7 +633,7 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
                 qsort(t.items, t.n, sizeof(ThreadPrev), cmp_thread_prev);
         size_t n_scanned = t.n;
 
-        r = runnable_raw(s, &stat, &schedstat, &t, dt_us, util_raw, run_raw);
+        r = runnable_raw(s, &stat, &schedstat, &t, now_us, dt_us, util_raw, run_raw);
         if (r < 0 && s->source == RUNNABLE_SOURCE_DEBUGFS) {
                 /* debugfs can be unmounted under us: fall back for good. */
                 log_warning("The debugfs runnable source failed; using per-thread run delay from now on.");
@@ -688,6 +727,7 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
         s->prev_schedstat = schedstat;
         bool first = !s->have_prev;
         s->have_prev = true;
+        s->n_samples++;
         s->prev_time_us = now_us;
 
         if (first)

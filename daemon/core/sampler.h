@@ -13,6 +13,10 @@
 
 typedef struct Sampler Sampler;
 
+/* /proc/<tid>/sched is the largest per-thread file and only feeds the
+ * reported nr_migrations: it is read every this many samples. */
+#define SAMPLER_SCHED_FILE_EVERY 10
+
 /* An opted-in cgroup, as the sampler needs it. */
 typedef struct SamplerCgroup {
         const char *name;          /* as the operator named it */

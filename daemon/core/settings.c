@@ -44,6 +44,7 @@ void settings_init_defaults(Settings *s) {
         s->smoothing_half_life_ms = 200;
         s->count_steal = true;
         s->max_scan_threads = 20000;
+        s->runnable_interval_ms = 500;
         s->persist_runtime = true;
         s->metrics_interval_ms = 10000;
         s->min_window_cores = 1;

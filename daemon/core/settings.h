@@ -36,6 +36,7 @@ typedef struct Settings {
         uint64_t smoothing_half_life_ms; /* 200 */
         bool count_steal;                /* busy includes steal time; true */
         unsigned max_scan_threads;       /* bound of the THREADS runnable source; 20000 */
+        uint64_t runnable_interval_ms;   /* the debugfs runnable source is read at most this often; 500 */
         bool persist_runtime;            /* runtime mode and opt-ins survive a restart; true */
         char metrics_file[4096];         /* Prometheus textfile; "" = off */
         uint64_t metrics_interval_ms;    /* how often it is rewritten; 10000 */
