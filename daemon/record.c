@@ -62,7 +62,12 @@ int run_record(const Args *args, const Config *config) {
                                 break;
                 } else if (r != -EAGAIN)
                         log_warning_errno(r, "Sample failed; trying again next period");
+                /* Keep the cadence, but after a stall start afresh rather than
+                 * firing the missed ticks back to back. */
                 next += period_us;
+                uint64_t now = now_monotonic_us();
+                if (next <= now)
+                        next = now + period_us;
                 if (wait_until(next, &mask) > 0)
                         break;
         }
