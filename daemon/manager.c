@@ -480,8 +480,10 @@ static void on_fork(pid_t tid, pid_t tgid, void *userdata) {
                 return;
         if (cgroup_of_thread(m, tid, &o) < 0)
                 return;
-        if (actuator_adopt_child(m->actuator, o->name, tid) > 0)
+        if (actuator_adopt_child(m->actuator, o->name, tid) > 0) {
+                m->threads_adopted++;
                 return;
+        }
         if (actuator_adopt_thread(m->actuator, o->name, tid) > 0)
                 m->threads_adopted++;
 }
