@@ -645,6 +645,21 @@ int act_release_cgroup_record(ActCtx *c, ActCgroup *crec) {
                         }
                 }
         }
+        if (r == -ENOSPC && !*crec->original_text) {
+                /* cgroup v2 refuses to empty the cpuset.cpus of a populated
+                 * cgroup (validate_change(): ENOSPC), so "" (inherit) cannot be
+                 * written back while it has tasks: the parent's effective CPUs
+                 * are what inherit gives today. */
+                _cleanup_cpuset_ CpuSet parent = NULL;
+                _cleanup_(freep) char *t2 = NULL;
+                if (act_cgroup_parent_effective(a->root, crec->dir, crec->v2, &parent) >= 0 &&
+                    cpuset_format(parent, &t2) >= 0) {
+                        log_notice("cgroup %s: the kernel does not let a populated cgroup's cpuset.cpus go "
+                                   "back to '' (inherit); giving back its parent's CPUs %s instead",
+                                   crec->name, t2);
+                        r = cgroup_write(c, crec, t2);
+                }
+        }
         if (r == -ENOENT) {
                 log_notice("cgroup %s (%s) is gone: nothing to give back", crec->name, crec->dir);
                 return 0;
