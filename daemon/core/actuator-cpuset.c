@@ -284,14 +284,32 @@ fail:
 }
 
 static int cgroup_write(ActCtx *c, const ActCgroup *crec, const char *text) {
+        int r;
+
         if (crec->backend == ACTUATOR_BACKEND_SYSTEMD) {
                 _cleanup_cpuset_ CpuSet s = NULL;
-                int r = cpuset_parse(text, &s);
+                r = cpuset_parse(text, &s);
                 if (r < 0)
                         return r;
                 return systemd_set_allowed_cpus(c->a->bus, crec->unit, s);
         }
-        return act_cgroup_write_cpus(c->a, crec->dir, text);
+        r = act_cgroup_write_cpus(c->a, crec->dir, text);
+        if (r == -ENOSPC && !*text) {
+                /* cgroup v2 refuses to empty the cpuset.cpus of a populated
+                 * cgroup (validate_change(): ENOSPC), so "" (inherit) cannot be
+                 * written back while it has tasks: the parent's effective CPUs
+                 * are what inherit gives today. */
+                _cleanup_cpuset_ CpuSet parent = NULL;
+                _cleanup_(freep) char *t2 = NULL;
+                if (act_cgroup_parent_effective(c->a->root, crec->dir, crec->v2, &parent) >= 0 &&
+                    cpuset_format(parent, &t2) >= 0) {
+                        log_notice("cgroup %s: the kernel does not let a populated cgroup's cpuset.cpus go "
+                                   "back to '' (inherit); giving back its parent's CPUs %s instead",
+                                   crec->name, t2);
+                        r = act_cgroup_write_cpus(c->a, crec->dir, t2);
+                }
+        }
+        return r;
 }
 
 /* Write-ahead for the cgroup's threads: what the kernel will make of each
@@ -643,21 +661,6 @@ int act_release_cgroup_record(ActCtx *c, ActCgroup *crec) {
                                            crec->name, crec->original_text, t2);
                                 r = cgroup_write(c, crec, t2);
                         }
-                }
-        }
-        if (r == -ENOSPC && !*crec->original_text) {
-                /* cgroup v2 refuses to empty the cpuset.cpus of a populated
-                 * cgroup (validate_change(): ENOSPC), so "" (inherit) cannot be
-                 * written back while it has tasks: the parent's effective CPUs
-                 * are what inherit gives today. */
-                _cleanup_cpuset_ CpuSet parent = NULL;
-                _cleanup_(freep) char *t2 = NULL;
-                if (act_cgroup_parent_effective(a->root, crec->dir, crec->v2, &parent) >= 0 &&
-                    cpuset_format(parent, &t2) >= 0) {
-                        log_notice("cgroup %s: the kernel does not let a populated cgroup's cpuset.cpus go "
-                                   "back to '' (inherit); giving back its parent's CPUs %s instead",
-                                   crec->name, t2);
-                        r = cgroup_write(c, crec, t2);
                 }
         }
         if (r == -ENOENT) {
