@@ -438,6 +438,39 @@ sctl 2 mode turbo
 sctl 4 opt-out "/$NAME-b"
 echo "bad arguments: ok"
 
+# ---- restart: what steerctl changed persists (PersistRuntime=yes) ----
+start_daemon() { # CONFIG
+        STEERD_LOG_STDERR=1 "$STEERD" --config "$1" "${DAEMON_ARGS[@]:2}" >>"$TMP/steerd.log" 2>&1 &
+        DAEMON=$!
+        for _ in $(seq 100); do
+                "$STEERCTL" status >/dev/null 2>&1 && return 0
+                kill -0 "$DAEMON" 2>/dev/null || fail "steerd exited at restart"
+                sleep 0.1
+        done
+        fail "steerd did not come back within 10 s"
+}
+stop_daemon() {
+        kill -TERM "$DAEMON"
+        wait "$DAEMON"
+        local rc=$?
+        DAEMON=
+        [ $rc = 0 ] || fail "steerd exited $rc on SIGTERM"
+}
+sctl 0 mode balanced
+KEPT=$(list_now)
+grep -q "\"runtime\"" <<<"$KEPT" || fail "no runtime opt-in to carry over: $KEPT"
+stop_daemon
+start_daemon "$TMP/steerd.conf"
+[ "$(mode_now)" = balanced ] || fail "the mode set with steerctl did not survive a restart: $(mode_now)"
+[ "$(list_now)" = "$KEPT" ] || fail "the runtime opt-ins did not survive a restart: $(list_now) vs $KEPT"
+# PersistRuntime=no: every start begins from the file.
+sed 's/^\[Manager\]$/[Manager]\nPersistRuntime=no/' "$TMP/steerd.conf" >"$TMP/nopersist.conf"
+stop_daemon
+start_daemon "$TMP/nopersist.conf"
+[ "$(mode_now)" = observe ] || fail "PersistRuntime=no still took the saved mode: $(mode_now)"
+grep -q "\"runtime\"" <<<"$(list_now)" && fail "PersistRuntime=no still took the saved opt-ins: $(list_now)"
+echo "restart: runtime changes persist, and PersistRuntime=no ignores them: ok"
+
 # ---- steerd gone: a clear message, exit 1 ----
 kill -TERM "$DAEMON"
 wait "$DAEMON"
