@@ -146,7 +146,12 @@ done
 kill -9 "$DAEMON"; wait "$DAEMON" 2>/dev/null; DAEMON=
 sed 's/^Mode=latency/Mode=observe/' "$TMP/steerd.conf" >"$TMP/observe.conf"
 start_daemon "$TMP/observe.conf" "$TMP/steerd3.log"
-sleep 2
+# The successor restores at start; on a loaded machine the start may take a while.
+for i in $(seq 100); do
+        n=0; for g in 1 2 3 4 x; do [ "$(cat "$CPUSET/$PREFIX-$g/cpuset.cpus")" = "$ALL" ] || n=1; done
+        [ $n = 0 ] && break
+        sleep 0.1
+done
 for g in 1 2 3 4 x; do
         [ "$(cat "$CPUSET/$PREFIX-$g/cpuset.cpus")" = "$ALL" ] || fail "$PREFIX-$g not restored after SIGKILL"
 done
@@ -162,7 +167,10 @@ cat >"$TMP/state/state.json" <<EOJ
 {"version": 1, "threads": [{"tid": $victim, "starttime": 1, "cgroup": "/$PREFIX-1", "original": "$ALL", "original_full": true, "request": "$vmask", "last_set": "$vmask", "pending": null}], "cgroups": []}
 EOJ
 STEERD_DEBUG=1 start_daemon "$TMP/observe.conf" "$TMP/steerd4.log"
-sleep 1.5
+for i in $(seq 100); do
+        grep -q "tid was reused" "$TMP/steerd4.log" && break
+        sleep 0.1
+done
 grep -q "tid was reused" "$TMP/steerd4.log" || fail "the mismatching starttime was not reported"
 grep -q "malformed" "$TMP/steerd4.log" && fail "the hand-made state file was not understood"
 [ "$(awk '/Cpus_allowed_list/ {print $2}' /proc/"$victim"/status)" = "$vmask" ] || fail "a thread with another starttime was touched"
