@@ -1,0 +1,821 @@
+#!/usr/bin/env python3
+"""Turn a results folder of tests/bench/run.sh into REPORT.md and PNG plots.
+
+    analyze.py OUTDIR
+
+Reads OUTDIR/meta.txt, raw.csv (rep,order,workload,config,metric,value) and
+cost.csv (kind,cpus,threads,metric,value); writes OUTDIR/REPORT.md,
+OUTDIR/summary.csv and OUTDIR/*.png (gnuplot). Every figure in the report
+comes from those files.
+"""
+import csv
+import math
+import os
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+CONFIG_ORDER = ['default', 'observe', 'latency', 'balanced', 'static']
+NAMES = {
+    'hb4cg': 'hackbench, 4 cgroups',
+    'hb1p': 'hackbench -g 4, 1 process',
+    'msg': 'perf bench messaging',
+    'pipe': 'perf bench pipe',
+    'cyc': 'cyclictest + noise',
+    'tbench': 'tbench loopback',
+}
+FIGURE = {
+    'hb4cg': 'wall time', 'hb1p': 'time', 'msg': 'total time', 'pipe': 'usecs/op',
+    'cyc': 'p99 wakeup latency', 'tbench': 'throughput',
+}
+HARM = 0.02     # "no workload more than 2% slower"
+
+
+def read_meta(out):
+    meta = {}
+    p = os.path.join(out, 'meta.txt')
+    if os.path.exists(p):
+        for line in open(p):
+            k, _, v = line.rstrip('\n').partition('=')
+            meta[k] = v
+    return meta
+
+
+def fnum(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def read_raw(out):
+    """data[workload][config][rep][metric] = value"""
+    data = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+    p = os.path.join(out, 'raw.csv')
+    if not os.path.exists(p):
+        return data
+    for r in csv.DictReader(open(p)):
+        v = fnum(r['value'])
+        if v is not None:
+            data[r['workload']][r['config']][int(r['rep'])][r['metric']] = v
+    return data
+
+
+def read_cost(out):
+    """cost[kind][(cpus, threads)][metric] = value (strings kept for topology).
+    Repeated measurements (metric@round) become lists under the plain metric name."""
+    cost = defaultdict(lambda: defaultdict(dict))
+    p = os.path.join(out, 'cost.csv')
+    if not os.path.exists(p):
+        return cost
+    for r in csv.DictReader(open(p)):
+        v = fnum(r['value'])
+        d = cost[r['kind']][(int(r['cpus']), int(r['threads']))]
+        name, at, _ = r['metric'].partition('@')
+        if at:
+            d.setdefault(name, []).append(v)
+        else:
+            d[name] = v if v is not None else r['value']
+    return cost
+
+
+def one(x):
+    """a repeated figure (list) -> its median; a single one as it is"""
+    return med(x) if isinstance(x, list) else x
+
+
+def spread(x, nd=3):
+    """min / **median** / max of a repeated figure, or the figure"""
+    if isinstance(x, list):
+        t = mmm(x)
+        if t[1] is None:
+            return 'n/a'
+        return f'{fmt(t[0], nd)} / **{fmt(t[1], nd)}** / {fmt(t[2], nd)}' if len(x) > 1 else fmt(t[1], nd)
+    return fmt(x, nd)
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def mmm(xs):
+    xs = [x for x in xs if x is not None]
+    return (min(xs), statistics.median(xs), max(xs)) if xs else (None, None, None)
+
+
+def fmt(x, nd=3):
+    if x is None:
+        return 'n/a'
+    if isinstance(x, str):
+        return x
+    if abs(x) >= 1e6:
+        return f'{x:,.0f}'
+    if abs(x) >= 100:
+        return f'{x:,.0f}'
+    if abs(x) >= 10:
+        return f'{x:.1f}'
+    return f'{x:.{nd}g}' if nd else f'{x:g}'
+
+
+def fr(t):
+    """min/median/max triple of ratios"""
+    if t[1] is None:
+        return 'n/a'
+    return f'{t[0]:.3f} / **{t[1]:.3f}** / {t[2]:.3f}'
+
+
+def pct_change(r, better):
+    """ratio -> 'x% faster/slower' wording from the workload's direction"""
+    if r is None:
+        return 'n/a'
+    if better == 'lower':
+        d = (1 - r) * 100
+        return f'{abs(d):.1f}% {"better" if d >= 0 else "worse"}'
+    d = (r - 1) * 100
+    return f'{abs(d):.1f}% {"better" if d >= 0 else "worse"}'
+
+
+class Analysis:
+    def __init__(self, out):
+        self.out = out
+        self.meta = read_meta(out)
+        self.data = read_raw(out)
+        self.cost = read_cost(out)
+        self.workloads = [w for w in self.meta.get('workloads', '').split() if w in self.data] or sorted(self.data)
+        present = {c for w in self.workloads for c in self.data[w]}
+        # variants (latency-noguard) right after their mode
+        def order(c):
+            base = c.split('-')[0]
+            return (CONFIG_ORDER.index(base) if base in CONFIG_ORDER else len(CONFIG_ORDER), c != base, c)
+        self.configs = sorted(present, key=order)
+        # the configurations that run steerd (observe, latency, balanced and variants such as latency-nodbg)
+        self.steerd_cfgs = [c for c in self.configs if c not in ('default', 'static')]
+        self.lines = []
+
+    # -- figures --
+    def better(self, w):
+        return self.meta.get('better_' + w, 'lower')
+
+    def unit(self, w):
+        return self.meta.get('unit_' + w, '')
+
+    def values(self, w, c, metric):
+        runs = self.data[w].get(c, {})
+        return [runs[r].get(metric) for r in sorted(runs)]
+
+    def ratios(self, w, c, metric='primary', base='default'):
+        """paired ratios: config / base within the same repetition (the runs were adjacent)"""
+        a, b = self.data[w].get(c, {}), self.data[w].get(base, {})
+        out = []
+        for r in sorted(a):
+            x, y = a[r].get(metric), b.get(r, {}).get(metric)
+            if x is not None and y:
+                out.append(x / y)
+        return out
+
+    def harm(self, w, r):
+        """True when ratio r is more than HARM worse than default"""
+        if r is None:
+            return False
+        return r > 1 + HARM if self.better(w) == 'lower' else r < 1 - HARM
+
+    # -- output helpers --
+    def w(self, s=''):
+        self.lines.append(s)
+
+    def table(self, head, rows):
+        self.w('| ' + ' | '.join(head) + ' |')
+        self.w('|' + '|'.join('---' for _ in head) + '|')
+        for r in rows:
+            self.w('| ' + ' | '.join(str(x) for x in r) + ' |')
+        self.w()
+
+    # -- the report --
+    def run(self):
+        self.write_summary_csv()
+        plots = self.plots()
+        m = self.meta
+        quick = m.get('quick') == '1'
+        self.w('# ' + (m.get('title') or 'steerd benchmarks: report'))
+        self.w()
+        cmd = m.get('command') or 'tests/bench/run.sh' + (' --quick' if quick else '')
+        self.w(f'Generated by `{cmd}` on {m.get("date", "?")}. Every figure below was measured in this run; '
+               'the raw figures are [raw.csv](raw.csv) (one row per run and metric)'
+               + (' and [cost.csv](cost.csv)' if os.path.exists(os.path.join(self.out, 'cost.csv')) else '') + '.')
+        if quick:
+            self.w()
+            self.w('**This is a --quick run**: short loops and one repetition. Its figures show that the '
+                   'command works; they are not the evidence the targets ask for.')
+        self.w()
+        self.machine()
+        self.targets()
+        self.per_workload(plots)
+        self.behaviour()
+        self.costs(plots)
+        self.noise()
+        self.method()
+        with open(os.path.join(self.out, 'REPORT.md'), 'w') as f:
+            f.write('\n'.join(self.lines).rstrip() + '\n')
+
+    def machine(self):
+        m = self.meta
+        self.w('## The run')
+        self.w()
+        dirty = m.get('steerd_tree_dirty', '0')
+        rows = [
+            ('machine', f'{m.get("ncpu", "?")} CPUs ({m.get("cpu_model", "?")}), {m.get("virt", "?")} guest, '
+                        f'kernel {m.get("host_kernel", "?")}'),
+            ('steerd', f'{m.get("steerd_version", "?")}, commit {m.get("steerd_commit", "?")}'
+                       + (f' plus {dirty} locally modified files' if dirty not in ('', '0') else '')
+                       + f', Release build; runnable from {m.get("runnable_source", "?")}'),
+            ('steerd settings', f'SamplePeriodMs={m.get("period_ms", "?")}, every other setting at its default'
+                                + (f'; extra: {m["policy_extra"]}' if m.get('policy_extra') else '')),
+            ('repetitions', f'{m.get("reps", "?")} rounds; in each round every workload runs under '
+                            f'{", ".join(self.configs)} one after the other'),
+            ('duration', f'{dur(m.get("total_seconds"))} in all: matrix {dur(m.get("matrix_seconds"))}, '
+                         f'cost {dur(m.get("cost_seconds"))}'),
+            ('load average', f'{m.get("loadavg_start", "?")} at the start, {m.get("loadavg_end", "?")} at the end'),
+            ('perf', ('`perf bench` works' if m.get('perf_bench') == '1' else '`perf bench` does NOT work: skipped')
+                     + '; hardware counters ' + ('available' if m.get('perf_hw_counters') == 'yes' else
+                                                 'not supported (VM): `perf stat` counts software events only')),
+        ]
+        self.table(['', ''], rows)
+        self.w('Workloads:')
+        self.w()
+        for w in self.workloads:
+            self.w(f'- **{w}** ({NAMES.get(w, w)}): {m.get("what_" + w, "")}; {self.better(w)} is better.')
+        self.w()
+
+    def target_rows(self):
+        rows = []
+        d = self.data
+        # 1. latency on the four-cgroup hackbench vs static pinning
+        if 'hb4cg' in d and 'latency' in d['hb4cg']:
+            lat = self.ratios('hb4cg', 'latency')
+            if 'static' in d['hb4cg']:
+                ls = self.ratios('hb4cg', 'latency', base='static')
+                t = mmm(ls)
+                st = mmm(self.ratios('hb4cg', 'static'))
+                ok = t[1] is not None and t[1] <= 1.0
+                rows.append(['latency mode on hackbench 4 cgroups at least as fast as static per-group pinning',
+                             'met' if ok else 'NOT met',
+                             f'latency/static time ratio {fr(t)} (min/median/max); vs default: latency '
+                             f'{fmt(med(lat))}, static {fmt(st[1])} (median)',
+                             f'latency is {abs(t[1] - 1) * 100:.1f}% {"faster" if t[1] <= 1 else "slower"} than static'
+                             if t[1] else ''])
+            mig = mmm(self.ratios('hb4cg', 'latency', 'migrations'))
+            if mig[1] is not None:
+                ok = mig[1] <= 0.10
+                rows.append(['hackbench 4 cgroups: cpu-migrations down at least 90% (latency)',
+                             'met' if ok else 'NOT met',
+                             f'migrations ratio {fr(mig)}; median {fmt(med(self.values("hb4cg", "latency", "migrations")))} '
+                             f'vs {fmt(med(self.values("hb4cg", "default", "migrations")))}',
+                             f'down {(1 - mig[1]) * 100:.1f}% (target 90%)'])
+        if 'msg' in d and 'latency' in d['msg']:
+            t = mmm(self.ratios('msg', 'latency'))
+            if t[1] is not None:
+                ok = t[1] <= 0.90
+                rows.append(['perf bench messaging at least 10% faster (latency)', 'met' if ok else 'NOT met',
+                             f'time ratio {fr(t)}',
+                             f'{(1 - t[1]) * 100:.1f}% faster' if t[1] <= 1 else f'{(t[1] - 1) * 100:.1f}% slower'])
+        # 2. harm
+        worst = []
+        for w in self.workloads:
+            for c in self.steerd_cfgs:
+                t = mmm(self.ratios(w, c))
+                if t[1] is None:
+                    continue
+                worst.append((w, c, t))
+        bad = [(w, c, t) for w, c, t in worst if self.harm(w, t[1])]
+        # worse in every round (even the best paired ratio): not the noise
+        every = [(w, c, t) for w, c, t in bad if self.harm(w, t[0] if self.better(w) == 'lower' else t[2])]
+        if worst:
+            def badness(item):
+                w, c, t = item
+                return t[1] - 1 if self.better(w) == 'lower' else 1 - t[1]
+            w0, c0, t0 = max(worst, key=badness)
+            rows.append(['no workload more than 2% worse than kernel default in any mode (median of paired ratios)',
+                         'met' if not bad else 'NOT met',
+                         ('; '.join(f'{w} {c} {t[1]:.3f} ({pct_change(t[1], self.better(w))}'
+                                    + (', every round' if (w, c, t) in every else '') + ')' for w, c, t in bad)
+                          if bad else f'worst: {w0} {c0} {t0[1]:.3f} ({pct_change(t0[1], self.better(w0))})'),
+                         f'{len(bad)} of {len(worst)} workload x mode pairs worse by more than 2% in the median; '
+                         f'{len(every)} of them in every round'])
+        if 'cyc' in d:
+            nz = [(c, mmm(self.ratios('cyc', c, 'noise_bogo_ops_s'))) for c in self.steerd_cfgs if c in d['cyc']]
+            nz = [(c, t) for c, t in nz if t[1] is not None]
+            if nz:
+                bad = [(c, t) for c, t in nz if abs(t[1] - 1) > HARM]
+                rows.append(['non-opted-in workload unchanged (stress-ng --cpu bogo ops/s next to cyclictest)',
+                             'met' if not bad else 'NOT met',
+                             '; '.join(f'{c} {fr(t)}' for c, t in nz), 'within 2%' if not bad else
+                             'changed by more than 2%: ' + ', '.join(c for c, _ in bad)])
+        # 3. cost
+        real = self.cost.get('real', {})
+        r1000 = [v for (n, t), v in real.items() if t == 1000]
+        if r1000 and one(r1000[0].get('cpu_pct')) is not None:
+            share = one(r1000[0].get('cpu_pct'))
+            base = [v for (n, t), v in real.items() if t == 0]
+            b = base[0].get('cpu_pct') if base else None
+            ok = share <= 0.2
+            rows.append([f'steerd at most 0.2% of one CPU at {self.meta.get("period_ms", "100")} ms with 1,000 '
+                         'opted-in threads (real run)', 'met' if ok else 'NOT met',
+                         f'{spread(r1000[0].get("cpu_pct"))}% of one CPU (min / median / max of the rounds)'
+                         + (f'; with an empty opted-in cgroup: {spread(b)}%' if b is not None else ''),
+                         f'{share / 0.2:.0f}x the target (median)' if share else ''])
+        big = self.cost.get('plain', {}).get((1024, 10000))
+        if big and big.get('wall_us_tick') is not None:
+            wall = big['wall_us_tick']
+            cpu = big.get('cpu_us_tick')
+            ok = wall <= 2000
+            rows.append(['a tick at most 2 ms at 1,024 CPUs x 10,000 threads (fixture root, plain run)',
+                         'met' if ok else 'NOT met',
+                         f'median tick {fmt(wall / 1000)} ms wall, {fmt(cpu / 1000 if cpu else None)} ms CPU',
+                         f'{wall / 2000:.0f}x the target' if wall > 2000 else 'within'])
+        reac = []
+        for w in self.workloads:
+            reac += self.values(w, 'latency', 'reaction_periods')
+        reac = [x for x in reac if x is not None]
+        if reac:
+            t = mmm(reac)
+            ok = t[1] <= 2
+            rows.append(['reaction within 2 sample periods (latency mode: workload start to the first action)',
+                         'met' if ok else 'NOT met',
+                         f'{t[0]:.1f} / **{t[1]:.1f}** / {t[2]:.1f} periods (min/median/max over '
+                         f'{len(reac)} runs that acted)',
+                         'see the note below the table'])
+        return rows
+
+    def targets(self):
+        self.w('## Targets of issue 6')
+        self.w()
+        rows = self.target_rows()
+        if rows:
+            self.table(['target', 'verdict', 'measured', 'by how much'], rows)
+        self.w('Ratios are paired: each configuration\'s figure divided by the kernel default\'s of the same '
+               'round (the two ran next to each other), then min / **median** / max over the rounds. '
+               'A time or latency ratio below 1 is better; a throughput ratio above 1 is better. '
+               'The reaction time runs from the start of the workload, so it includes the time the '
+               'smoothed signals (half-life 200 ms) need to cross the thresholds, not only steerd\'s '
+               'response once they have.')
+        self.w()
+
+    def per_workload(self, plots):
+        self.w('## Each workload, each configuration')
+        self.w()
+        if 'ratios' in plots:
+            self.w('![ratio to kernel default per workload](ratios.png)')
+            self.w()
+        if 'counts' in plots:
+            self.w('![cpu-migrations and context switches, ratio to kernel default](migrations.png)')
+            self.w()
+        for w in self.workloads:
+            self.w(f'### {w}: {NAMES.get(w, w)}')
+            self.w()
+            self.w(self.meta.get('what_' + w, '') + f'. {FIGURE.get(w, "figure")} in {self.unit(w)}, '
+                   f'{self.better(w)} is better.')
+            self.w()
+            rows = []
+            for c in self.configs:
+                if c not in self.data[w]:
+                    continue
+                prim = med(self.values(w, c, 'primary'))
+                rat = mmm(self.ratios(w, c)) if c != 'default' else (1, 1, 1)
+                mig = med(self.values(w, c, 'migrations'))
+                mr = med(self.ratios(w, c, 'migrations')) if c != 'default' else 1
+                cs = med(self.values(w, c, 'ctxsw'))
+                cr = med(self.ratios(w, c, 'ctxsw')) if c != 'default' else 1
+                sc = med(self.values(w, c, 'steerd_cpu_pct'))
+                acts = '-'
+                if c in self.steerd_cfgs:
+                    a = {k: med(self.values(w, c, 'act_' + k)) for k in ['window', 'sticky', 'balance', 'restore', 'guard']}
+                    acts = ' / '.join(fmt(a[k], 0) if a[k] is not None else '0' for k in a)
+                rea = med(self.values(w, c, 'reaction_ms'))
+                rows.append([c, fmt(prim), fr(rat) if c != 'default' else '1', f'{fmt(mig)} ({fmt(mr)})',
+                             f'{fmt(cs)} ({fmt(cr)})', fmt(sc) if sc is not None else '-', acts,
+                             fmt(rea, 0) if rea is not None else '-'])
+            self.table(['config', f'median {FIGURE.get(w, "")} ({self.unit(w)})', 'ratio min / median / max',
+                        'migrations (ratio)', 'context switches (ratio)', 'steerd CPU %',
+                        'actions: window / sticky / balance / restore / guard revert', 'first action (ms)'],
+                       rows)
+            if w == 'cyc':
+                rows = []
+                for c in self.configs:
+                    if c not in self.data[w]:
+                        continue
+                    rows.append([c] + [fmt(med(self.values(w, c, k))) for k in ['lat_p50_us', 'lat_p99_us', 'lat_max_us']]
+                                + [fr(mmm(self.ratios(w, c, k))) if c != 'default' else '1'
+                                   for k in ['lat_p50_us', 'lat_max_us']]
+                                + [fmt(med(self.values(w, c, 'noise_bogo_ops_s'))),
+                                   fr(mmm(self.ratios(w, c, 'noise_bogo_ops_s'))) if c != 'default' else '1',
+                                   fr(mmm(self.ratios(w, c, 'noise_bogo_ops_cpu_s'))) if c != 'default' else '1',
+                                   fmt(med(self.values(w, c, 'foreign_cpu_pct')))])
+                self.table(['config', 'p50 (us)', 'p99 (us)', 'max (us)', 'p50 ratio', 'max ratio',
+                            'noise bogo ops/s (not opted in)', 'noise ratio', 'noise ops per CPU s, ratio',
+                            'foreign load %'], rows)
+                self.w('The noise (stress-ng, never opted in) is measured two ways: bogo ops per second of wall '
+                       'time (its throughput: falls when it gets less CPU, e.g. because other work on the machine '
+                       'or steerd itself took some) and per CPU second it got (its efficiency).')
+                self.w()
+            if w == 'hb4cg' and 'static' in self.data[w] and 'latency' in self.data[w]:
+                self.w(f'latency / static, paired: {fr(mmm(self.ratios(w, "latency", base="static")))}.')
+                self.w()
+
+    def behaviour(self):
+        """What steerd did, and what looked wrong: guard reverts, actions that hurt."""
+        self.w('## What steerd did')
+        self.w()
+        notes = []
+        for w in self.workloads:
+            for c in [x for x in self.steerd_cfgs if x != 'observe' and not x.startswith('observe')]:
+                if c not in self.data[w]:
+                    continue
+                g = sum(x or 0 for x in self.values(w, c, 'act_guard'))
+                a = sum((x or 0) for k in ['window', 'sticky', 'balance'] for x in self.values(w, c, 'act_' + k))
+                rs = sum(x or 0 for x in self.values(w, c, 'act_restore'))
+                runs = len(self.values(w, c, 'primary'))
+                r = med(self.ratios(w, c))
+                if a == 0:
+                    notes.append(f'- {w}, {c}: no action in {runs} runs (ratio {fmt(r)}).')
+                    continue
+                s = (f'- {w}, {c}: {a:.0f} actions in {runs} runs, {g:.0f} reverted by the guard, '
+                     f'{rs:.0f} other restores; median ratio {fmt(r)} ({pct_change(r, self.better(w))})')
+                if self.harm(w, r):
+                    s += ' **: the actions hurt**'
+                if g:
+                    s += f'; the guard reverted {100 * g / a:.0f}% of them'
+                notes.append(s + '.')
+        fails = []
+        for w in self.workloads:
+            for c in self.steerd_cfgs:
+                for k, bad in [('restored_ok', 0), ('steerd_rc', None)]:
+                    for v in self.values(w, c, k):
+                        if v is None:
+                            continue
+                        if (k == 'restored_ok' and v == 0) or (k == 'steerd_rc' and v != 0):
+                            fails.append(f'{w}/{c}: {k}={v:g}')
+        self.w('\n'.join(notes))
+        self.w()
+        ex = self.guard_examples()
+        if ex:
+            self.w('What the guard said when it reverted (first revert of each workload and mode, from the logs):')
+            self.w()
+            for w, c, line in ex:
+                self.w(f'- {w}, {c}: `{line}`')
+            self.w()
+        self.w('Give-back at SIGTERM: ' + ('every cgroup had its CPUs back and steerd exited 0 in every run.'
+                                          if not fails else 'PROBLEMS: ' + ', '.join(fails)))
+        self.w()
+        warn = sum(sum(x or 0 for x in self.values(w, c, 'log_warnings')) for w in self.workloads for c in self.steerd_cfgs)
+        lg = sum(sum(x or 0 for x in self.values(w, c, 'log_let_go')) for w in self.workloads for c in self.steerd_cfgs)
+        self.w(f'Log lines with a warning or failure while running: {warn:.0f}; let-go events: {lg:.0f} '
+               '(the logs are in logs/, not committed).')
+        self.w()
+
+    def guard_examples(self):
+        out = []
+        logs = os.path.join(self.out, 'logs')
+        if not os.path.isdir(logs):
+            return out
+        for w in self.workloads:
+            for c in [x for x in self.steerd_cfgs if x != 'observe' and not x.startswith('observe')]:
+                for rep in sorted(self.data[w].get(c, {})):
+                    p = os.path.join(logs, f'r{rep}-{w}-{c}', 'steerd.log')
+                    try:
+                        lines = open(p, errors='replace').read().splitlines()
+                    except OSError:
+                        continue
+                    hit = next((l.split(' ', 1)[1] for l in lines if 'guard restore' in l), None)
+                    if hit:
+                        out.append((w, c, hit[:400]))
+                        break
+        return out
+
+    def costs(self, plots):
+        cg, pl, rp, gen, real = (self.cost.get(k, {}) for k in ['callgrind', 'plain', 'replay', 'gen', 'real'])
+        if not (cg or real):
+            return
+        self.w('## What steerd costs')
+        self.w()
+        self.w('Per daemon tick, on generated fixture roots (`tests/gen-fixture-root.py --schedstat`: a fake '
+               '/proc and cpuset tree whose cgroup /bench1 holds the threads) with synthetic topologies of '
+               '16-CPU LLCs, mode latency. **Instructions**: `valgrind --tool=callgrind --dump-after=on_tick` on '
+               '`steerd --foreground --root`, median over the steady ticks; the fixture\'s counters do not move, '
+               'so the engine finds nothing to do there. **Policy, busy**: `policy_decide` alone on a stream '
+               'where half the LLCs are overloaded and every policy acts (`cost-stream.py`, `steerd --replay`). '
+               '**Wall / CPU**: the same daemon without valgrind, on_tick timed with uprobes (`perf probe`), '
+               'median tick; CPU = the daemon\'s CPU time over the window / ticks. Fixture reads hit the page cache '
+               'of an ordinary file system, which is cheaper than /proc, where the kernel formats every file.')
+        self.w()
+        if 'cost' in plots:
+            self.w('![cost per tick against CPUs and threads](cost.png)')
+            self.w()
+        keys = sorted(set(cg) | set(pl))
+        rows = []
+        for k in keys:
+            c, p, r, g = cg.get(k, {}), pl.get(k, {}), rp.get(k, {}), gen.get(k, {})
+            worst = c.get('ir_tick_max')
+            if c.get('ir_tick_unfinished'):
+                worst = f'> {fmt(c["ir_tick_unfinished"])} (unfinished after {fmt(c.get("timeout_s"), 0)} s)'
+            rows.append([f'{k[0]:,}', f'{k[1]:,}', g.get('topology', ''), fmt(c.get('ir_tick')), fmt(worst),
+                         fmt(c.get('ir_sampler_sample')), fmt(c.get('ir_policy_decide')),
+                         fmt(r.get('ir_policy_decide_busy')), fmt(c.get('ir_snprintf')),
+                         fmt(p.get('wall_us_tick')), fmt(p.get('wall_us_tick_max')), fmt(p.get('cpu_us_tick')),
+                         f'{fmt(g.get("gen_seconds"))} s, {fmt(g.get("gen_mb"))} MB' if g.get('gen_seconds') is not None else ''])
+        self.table(['CPUs', 'threads', 'topology', 'Ir / tick (median)', 'Ir, worst tick', 'sampler', 'policy (idle)',
+                    'policy (busy)', 'of which snprintf', 'wall us / tick (median)', 'wall us, worst tick',
+                    'CPU us / tick', 'fixture: generated in, size'], rows)
+        spikes = [(k, v) for k, v in cg.items() if v.get('ir_tick') and v.get('ir_tick_max')
+                  and v['ir_tick_max'] > 5 * v['ir_tick']]
+        if spikes:
+            self.w('**Worst ticks** (one tick far above the median):')
+            self.w()
+            for k, v in sorted(spikes):
+                fns = sorted(((int(m.split('_', 2)[1][2:]), m.split('_', 2)[2], x) for m, x in v.items()
+                              if m.startswith('worst_fn')), key=lambda f: f[0])
+                chain = ' > '.join(f'`{name}` {100 * x / v["ir_tick_max"]:.0f}%' for _, name, x in fns)
+                self.w(f'- {k[0]:,} CPUs x {k[1]:,} threads: {fmt(v["ir_tick_max"])} Ir, '
+                       f'{v["ir_tick_max"] / v["ir_tick"]:.0f}x the median tick'
+                       + (f'; steerd\'s functions in it by inclusive cost: {chain}' if chain else ''))
+            self.w()
+            ex = sorted((k[1], v['ir_tick_max'] - v['ir_tick']) for k, v in cg.items()
+                        if k[0] == 1024 and v.get('ir_tick_max') and v.get('ir_tick') and v['ir_tick_max'] > 2 * v['ir_tick'])
+            grow = ''
+            if len(ex) >= 2 and ex[0][1] > 0:
+                e = math.log(ex[-1][1] / ex[0][1]) / math.log(ex[-1][0] / ex[0][0])
+                grow = (f' The excess of the worst tick over the median grows from {fmt(ex[0][1])} Ir at {ex[0][0]:,} '
+                        f'threads to {fmt(ex[-1][1])} Ir at {ex[-1][0]:,} threads: exponent {e:.2f} (2 = quadratic).')
+            self.w('On a fixture every thread is quiet, so after `StickyTicks` ticks stickiness pins every thread '
+                   'in one tick.' + grow)
+            self.w()
+        # growth: per CPU and per thread
+        sweep_c = sorted((k, v) for k, v in cg.items() if k[1] == self.threads_at() and v.get('ir_tick'))
+        sweep_t = sorted((k, v) for k, v in cg.items() if k[0] == 1024 and v.get('ir_tick'))
+        growth = []
+        if len(sweep_c) >= 2:
+            s, _ = slope([k[0] for k, _ in sweep_c], [v['ir_tick'] for _, v in sweep_c])
+            sp, _ = slope([k[0] for k, _ in sweep_c], [rp.get(k, {}).get('ir_policy_decide_busy') for k, _ in sweep_c])
+            wl = [(k[0], pl.get(k, {}).get('wall_us_tick')) for k, _ in sweep_c if pl.get(k, {}).get('wall_us_tick')]
+            ws = slope([a for a, _ in wl], [b for _, b in wl])[0] if len(wl) >= 2 else None
+            growth.append(f'- Against CPUs (at {self.threads_at():,} threads): **{fmt(s)} instructions per CPU** per tick '
+                          f'(least squares over {sweep_c[0][0][0]}..{sweep_c[-1][0][0]} CPUs), '
+                          f'{fmt(ws)} us wall per CPU; the busy policy adds {fmt(sp)} instructions per CPU.')
+        if len(sweep_t) >= 2:
+            s, _ = slope([k[1] for k, _ in sweep_t], [v['ir_tick'] for _, v in sweep_t])
+            sp, _ = slope([k[1] for k, _ in sweep_t], [rp.get(k, {}).get('ir_policy_decide_busy') for k, _ in sweep_t])
+            wl = [(k[1], pl.get(k, {}).get('wall_us_tick')) for k, _ in sweep_t if pl.get(k, {}).get('wall_us_tick')]
+            ws = slope([a for a, _ in wl], [b for _, b in wl])[0] if len(wl) >= 2 else None
+            growth.append(f'- Against opted-in threads (at 1,024 CPUs): **{fmt(s)} instructions per thread** per tick '
+                          f'({sweep_t[0][0][1]:,}..{sweep_t[-1][0][1]:,} threads), {fmt(ws)} us wall per thread; '
+                          f'the busy policy adds {fmt(sp)} instructions per thread.')
+            ratio = [(k[1], v['ir_tick']) for k, v in sweep_t]
+            if len(ratio) >= 2:
+                (t0, i0), (t1, i1) = ratio[0], ratio[-1]
+                e = math.log(i1 / i0) / math.log(t1 / t0) if i0 and t0 != t1 else None
+                growth.append(f'- Growth exponent from {t0:,} to {t1:,} threads: {fmt(e)} (1 = linear).')
+        if growth:
+            self.w('Growth:')
+            self.w()
+            self.w('\n'.join(growth))
+            self.w()
+        big = pl.get((1024, 10000))
+        if big:
+            self.w(f'Largest case, 1,024 CPUs x 10,000 threads, plain: median tick {fmt(big.get("wall_us_tick"))} us wall '
+                   f'(min {fmt(big.get("wall_us_tick_min"))}, p90 {fmt(big.get("wall_us_tick_p90"))}, over '
+                   f'{fmt(big.get("plain_ticks"), 0)} ticks), {fmt(big.get("cpu_us_tick"))} us CPU per tick; at a 100 ms '
+                   f'period that is {fmt(big.get("cpu_us_tick", 0) / 1000)}% of one CPU.')
+            self.w()
+        if real:
+            rows = []
+            for (n, t), v in sorted(real.items()):
+                rounds = len(v['cpu_pct']) if isinstance(v.get('cpu_pct'), list) else 1
+                rows.append([f'{t:,}', spread(v.get('cpu_pct')), spread(v.get('cpu_us_tick')), spread(v.get('wall_us_tick')),
+                             fmt(one(v.get('wall_us_tick_p90'))), fmt(one(v.get('wall_us_tick_max'))),
+                             fmt(one(v.get('plain_ticks')), 0), fmt(one(v.get('window_s'))), rounds])
+            self.w(f'Real run on this host: N sleeping threads (`sleepers.c`, each wakes once a second) in an opted-in '
+                   f'cgroup, steerd mode latency, SamplePeriodMs={self.meta.get("period_ms", "100")}; CPU share = the '
+                   'daemon\'s CPU time (all threads, /proc/PID/task/*/schedstat) / wall time over the window.')
+            self.w()
+            self.table(['opted-in threads', 'steerd CPU % of one CPU', 'CPU us / tick', 'median tick, wall (us)',
+                        'p90 tick (us)', 'max tick (us)', 'ticks', 'window (s)', 'rounds'], rows)
+            self.w('Ranges are min / **median** / max over the rounds (the thread counts alternate); p90, max, ticks '
+                   'and window are medians. The wall time of a tick includes the time steerd waits for a CPU behind '
+                   'other work: on this busy 2-CPU machine it is far above its CPU time.')
+            self.w()
+            pts = [(t, one(v.get('cpu_us_tick'))) for (n, t), v in sorted(real.items()) if one(v.get('cpu_us_tick')) is not None]
+            if len(pts) >= 2:
+                s, b = slope([a for a, _ in pts], [c for _, c in pts])
+                self.w(f'Real /proc: {fmt(s)} us of CPU per opted-in thread per tick, {fmt(b)} us fixed (least squares).')
+                self.w()
+        mt = self.cost.get('meta', {}).get((0, 0), {})
+        if mt.get('fixtures_seconds') is not None:
+            self.w(f'The fixture measurements took {dur(mt["fixtures_seconds"])} including generating the fixtures.')
+            self.w()
+
+    def threads_at(self):
+        cg = self.cost.get('callgrind', {})
+        ts = [t for (n, t) in cg if n != 1024]
+        return statistics.mode(ts) if ts else 1000
+
+    def noise(self):
+        self.w('## Noise')
+        self.w()
+        f = [x for w in self.workloads for c in self.configs for x in self.values(w, c, 'foreign_cpu_pct') if x is not None]
+        st = [x for w in self.workloads for c in self.configs for x in self.values(w, c, 'steal_pct') if x is not None]
+        if f:
+            hi = sum(1 for x in f if x > 10)
+            self.w(f'Other work on the machine during the runs (CPU time outside this benchmark\'s cpuacct cgroup, '
+                   f'as % of all CPUs): median {fmt(med(f))}%, max {fmt(max(f))}%; {hi} of {len(f)} runs above 10%. '
+                   f'Steal time (the hypervisor): median {fmt(med(st))}%, max {fmt(max(st) if st else None)}%.')
+            self.w()
+            rows = []
+            for w in self.workloads:
+                rows.append([w] + [fmt(med(self.values(w, c, 'foreign_cpu_pct'))) for c in self.configs])
+            self.table(['workload'] + [f'{c}: median foreign %' for c in self.configs], rows)
+        obs = [(w, mmm(self.ratios(w, 'observe'))) for w in self.workloads if 'observe' in self.data[w]]
+        obs = [(w, t) for w, t in obs if t[1] is not None]
+        if obs:
+            self.w('steerd observe changes nothing, so its spread around 1 is a measure of the noise: '
+                   + '; '.join(f'{w} {t[0]:.3f}..{t[2]:.3f}' for w, t in obs) + '.')
+            self.w()
+
+    def method(self):
+        self.w('## Method')
+        self.w()
+        self.w('- Configurations: **default** = steerd not running; **observe**, **latency**, **balanced** = '
+               '`steerd --foreground --config` with that `Mode=` and the workload\'s cgroups in `[OptIn]` as '
+               '`latency` (started before the workload, stopped with SIGTERM after it); **static** = per-group '
+               'pinning by hand, no steerd: the workload\'s groups spread evenly over the CPUs (hackbench 4 cgroups: '
+               'two cgroups per CPU via cpuset.cpus; hackbench -g 4: the threads of groups 1-2 on CPU 0 and 3-4 on '
+               'CPU 1 with sched_setaffinity right after start; messaging and pipe: their one group on one CPU; '
+               'cyclictest: thread i on CPU i (`-a`); tbench: one server+client pair per CPU).')
+        self.w('- Every workload runs in cpuset v1 cgroups created for the run (all CPUs unless static) and removed '
+               'after it; the cyclictest noise runs in a cgroup that is never opted in.')
+        self.w('- cpu-migrations and context-switches: `perf stat -a` (system wide, so they include other work on '
+               'the machine) over the workload. steerd CPU %: its CPU time during the workload / wall time.')
+        self.w('- After each steerd run the cgroups\' cpuset.cpus are compared with what they were before steerd '
+               'started (the give-back check).')
+        self.w('- Plots: gnuplot, from the same figures (`*.dat`, `*.gp` next to the PNGs are regenerated by '
+               '`analyze.py`).')
+        self.w()
+
+    # -- CSV and plots --
+    def write_summary_csv(self):
+        with open(os.path.join(self.out, 'summary.csv'), 'w', newline='') as f:
+            wr = csv.writer(f)
+            wr.writerow(['workload', 'config', 'metric', 'median', 'ratio_min', 'ratio_median', 'ratio_max', 'runs'])
+            for w in self.workloads:
+                for c in self.configs:
+                    if c not in self.data[w]:
+                        continue
+                    metrics = sorted({k for r in self.data[w][c].values() for k in r})
+                    for k in metrics:
+                        v = self.values(w, c, k)
+                        t = mmm(self.ratios(w, c, k)) if c != 'default' else (None, None, None)
+                        wr.writerow([w, c, k, med(v)] + [None if x is None else round(x, 4) for x in t]
+                                    + [len([x for x in v if x is not None])])
+
+    def plots(self):
+        done = set()
+        out = self.out
+        cfgs = [c for c in self.configs if c != 'default']
+        ws = [w for w in self.workloads if any(self.ratios(w, c) for c in cfgs)]
+        if ws:
+            gp = ['set terminal pngcairo size 1500,900 font "sans,10" noenhanced', 'set output "ratios.png"',
+                  f'set multiplot layout {2 if len(ws) > 3 else 1},{min(3, len(ws))} '
+                  'title "steerd benchmarks: figure / kernel default, paired per round (bar from 1 to the median; whiskers: min..max; red: 2% worse)"',
+                  'set style fill solid 0.5 border -1', 'set boxwidth 0.6', 'set grid ytics', 'set xrange [-0.6:%g]' % (len(cfgs) - 0.4),
+                  'unset key']
+            for w in ws:
+                fn = f'ratio-{w}.dat'
+                with open(os.path.join(out, fn), 'w') as f:
+                    f.write('# config min median max\n')
+                    for c in cfgs:
+                        t = mmm(self.ratios(w, c))
+                        if t[1] is None:
+                            t = ('NaN',) * 3
+                        f.write(f'{c} {t[0]} {t[1]} {t[2]}\n')
+                lim = 1 + HARM if self.better(w) == 'lower' else 1 - HARM
+                vals = [x for c in cfgs for x in self.ratios(w, c)] + [1, lim]
+                lo, hi = min(vals), max(vals)
+                pad = (hi - lo) * 0.15 + 0.02
+                gp += [f'set title "{NAMES.get(w, w)}\\n{FIGURE.get(w, "")} ratio, {self.better(w)} is better"',
+                       f'set yrange [{max(0, lo - pad)}:{hi + pad}]',
+                       'set ylabel "ratio to kernel default"',
+                       f'plot "{fn}" using 0:(($3+1)/2):(0.3):(abs($3-1)/2) with boxxyerror lc rgb "#4a7ebb", '
+                       f'"" using 0:3:2:4:xtic(1) with yerrorbars lc rgb "black" pt 7 ps 0.6, '
+                       f'1 with lines lc rgb "black" dt 1, {lim} with lines lc rgb "red" dt 2']
+            gp.append('unset multiplot')
+            if run_gnuplot(out, 'ratios.gp', gp):
+                done.add('ratios')
+        # migrations and context switches
+        ws2 = [w for w in self.workloads if any(self.ratios(w, c, 'migrations') for c in cfgs)]
+        if ws2:
+            fn = 'counts.dat'
+            with open(os.path.join(out, fn), 'w') as f:
+                f.write('# workload ' + ' '.join(f'{c}_mig {c}_mig_lo {c}_mig_hi' for c in cfgs) + ' '
+                        + ' '.join(f'{c}_cs {c}_cs_lo {c}_cs_hi' for c in cfgs) + '\n')
+                for w in ws2:
+                    row = [w]
+                    for k in ['migrations', 'ctxsw']:
+                        for c in cfgs:
+                            t = mmm(self.ratios(w, c, k))
+                            row += ['NaN' if x is None else f'{max(x, 1e-4):.5g}' for x in (t[1], t[0], t[2])]
+                    f.write(' '.join(row) + '\n')
+            n = len(cfgs)
+            gp = ['set terminal pngcairo size 1500,600 font "sans,10" noenhanced', 'set output "migrations.png"',
+                  'set multiplot layout 1,2 title "cpu-migrations and context switches (perf stat -a): ratio to kernel default, median with min..max"',
+                  'set style data histogram', 'set style histogram errorbars gap 1 lw 1', 'set style fill solid 0.6 border -1',
+                  'set logscale y', 'set grid ytics', 'set key top left', 'set xtics rotate by -20']
+            for i, (k, title) in enumerate([('migrations', 'cpu-migrations'), ('ctxsw', 'context switches')]):
+                base = 2 + i * 3 * n
+                parts = []
+                for j, c in enumerate(cfgs):
+                    col = base + 3 * j
+                    parts.append(f'"{fn}" using {col}:{col + 1}:{col + 2}' + (':xtic(1)' if j == 0 else '') + f' title "{c}"')
+                gp += [f'set title "{title} ratio (log scale)"', 'set ylabel "ratio to kernel default"',
+                       'plot ' + ', '.join(parts) + ', 1 with lines lc rgb "black" notitle']
+            gp.append('unset multiplot')
+            if run_gnuplot(out, 'migrations.gp', gp):
+                done.add('counts')
+        # cost
+        cg, pl, rp = (self.cost.get(k, {}) for k in ['callgrind', 'plain', 'replay'])
+        ta = self.threads_at()
+        sc = sorted(k for k in cg if k[1] == ta)
+        stt = sorted(k for k in set(cg) | set(pl) if k[0] == 1024)
+        if len(sc) >= 2 or len(stt) >= 2:
+            for name, keys, xi in [('cost-cpus.dat', sc, 0), ('cost-threads.dat', stt, 1)]:
+                with open(os.path.join(out, name), 'w') as f:
+                    f.write('# x ir_tick ir_sampler ir_policy_idle ir_policy_busy wall_us cpu_us\n')
+                    for k in keys:
+                        c, p, r = cg.get(k, {}), pl.get(k, {}), rp.get(k, {})
+                        vals = [c.get('ir_tick'), c.get('ir_sampler_sample'), c.get('ir_policy_decide'),
+                                r.get('ir_policy_decide_busy'), p.get('wall_us_tick'), p.get('cpu_us_tick')]
+                        f.write(f'{k[xi]} ' + ' '.join('NaN' if v is None or v <= 0 else f'{v:g}' for v in vals) + '\n')
+            gp = ['set terminal pngcairo size 1500,1000 font "sans,10" noenhanced', 'set output "cost.png"',
+                  'set multiplot layout 2,2 title "steerd: cost per tick (fixture roots, 16-CPU LLCs, mode latency)"',
+                  'set logscale xy', 'set grid', 'set key top left', 'set format y "%.0s%c"']
+            for name, xl, keys, xi in [('cost-cpus.dat', f'CPUs (at {ta:,} opted-in threads)', sc, 0),
+                                       ('cost-threads.dat', 'opted-in threads (at 1,024 CPUs)', stt, 1)]:
+                xs = [k[xi] for k in keys] or [1, 10]
+                gp += [f'set xrange [{min(xs) / 1.5:g}:{max(xs) * 1.5:g}]']
+                gp += [f'set xlabel "{xl}"', 'set ylabel "instructions per tick (callgrind)"',
+                       'set title "instructions"',
+                       f'plot "{name}" using 1:2 with linespoints pt 7 lw 2 title "whole tick (daemon)", '
+                       '"" using 1:3 with linespoints pt 5 title "sampler", '
+                       '"" using 1:4 with linespoints pt 9 title "policy, idle fixture", '
+                       '"" using 1:5 with linespoints pt 11 title "policy, busy stream (replay)"']
+                gp += ['set ylabel "microseconds per tick"', 'set title "time (plain run, uprobes on on_tick)"',
+                       f'plot "{name}" using 1:6 with linespoints pt 7 lw 2 title "wall, median tick", '
+                       '"" using 1:7 with linespoints pt 5 title "CPU time / ticks", '
+                       '2000 with lines dt 2 lc rgb "red" title "target: 2 ms"']
+            gp.append('unset multiplot')
+            if run_gnuplot(out, 'cost.gp', gp):
+                done.add('cost')
+        return done
+
+
+def run_gnuplot(out, name, lines):
+    with open(os.path.join(out, name), 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    try:
+        r = subprocess.run(['gnuplot', name], cwd=out, capture_output=True, text=True)
+    except FileNotFoundError:
+        print('analyze: gnuplot not found; no plots', file=sys.stderr)
+        return False
+    if r.returncode != 0:
+        print(f'analyze: gnuplot {name} failed:\n{r.stderr}', file=sys.stderr)
+        return False
+    return True
+
+
+def slope(xs, ys):
+    pts = [(x, y) for x, y in zip(xs, ys) if x is not None and y is not None]
+    if len(pts) < 2:
+        return None, None
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if sxx == 0:
+        return None, None
+    s = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    return s, my - s * mx
+
+
+def dur(s):
+    s = fnum(s)
+    if s is None:
+        return '?'
+    s = int(s)
+    return f'{s // 60} min {s % 60} s' if s >= 60 else f'{s} s'
+
+
+def main():
+    Analysis(sys.argv[1]).run()
+
+
+if __name__ == '__main__':
+    main()

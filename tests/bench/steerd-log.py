@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Summarise a time-stamped steerd log (tstamp.py) of one benchmark run.
+
+    steerd-log.py LOG T0 PERIOD_MS
+
+Prints "metric value" lines: actions by policy (act_window, act_sticky,
+act_balance: set_* actions; act_guard: the guard's reverts; act_restore:
+other restores while running, e.g. widen back or sticky release; the plan
+lines of observe mode count the same way), warnings, let-go events, and
+reaction_ms / reaction_periods: from T0 (the workload's start) to the first
+action. The give-back at SIGTERM is not counted.
+"""
+import re
+import sys
+
+ACT = re.compile(r'\b(window|sticky|balance|guard) (set_cgroup_cpus|set_thread_cpus|restore)\b')
+
+
+def main():
+    log, t0, period = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+    n = {'act_window': 0, 'act_sticky': 0, 'act_balance': 0, 'act_guard': 0, 'act_restore': 0,
+         'log_warnings': 0, 'log_let_go': 0}
+    first = None
+    try:
+        lines = open(log, errors='replace').read().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        ts, _, msg = line.partition(' ')
+        if 'Received SIG' in msg:
+            break
+        if 'let go' in msg or 'refusing' in msg:
+            n['log_let_go'] += 1
+        if re.search(r'\b(warning|failed|cannot|error)\b', msg, re.I):
+            n['log_warnings'] += 1
+        mm = ACT.search(msg)
+        if not mm:
+            continue
+        pol, kind = mm.groups()
+        if pol == 'guard':
+            n['act_guard'] += 1
+        elif kind == 'restore':
+            n['act_restore'] += 1
+        else:
+            n['act_' + pol] += 1
+        try:
+            t = float(ts)
+        except ValueError:
+            continue
+        if first is None and kind != 'restore':
+            first = t
+    for k, v in n.items():
+        print(k, v)
+    if first is not None:
+        print('reaction_ms', round(1000 * (first - t0)))
+        print('reaction_periods', round((first - t0) * 1000 / period, 2))
+
+
+if __name__ == '__main__':
+    main()
