@@ -44,7 +44,7 @@ else
         CPUS_SWEEP=(2 8 32 128 512 1024) THREADS_AT=1000
         THREADS_SWEEP=(100 1000 10000 50000) PLAIN_ONLY=
         CG_DUMPS=6 CG_TIMEOUT=240 PLAIN_SECONDS=6
-        REAL_THREADS=(0 1000 10000) REAL_SECONDS=15 REAL_REPS=3
+        REAL_THREADS=(0 1000 10000) REAL_SECONDS=10 REAL_REPS=3
 fi
 
 # A synthetic hwloc topology of N CPUs: 16-CPU LLCs (8 cores x 2 SMT) in two
@@ -138,8 +138,10 @@ measure_callgrind() {
                 row callgrind "$n" "$t" timeout_s "$CG_TIMEOUT"
                 kill -KILL "$pid" 2>/dev/null || true
         fi
-        kill -TERM "$pid" 2>/dev/null || true
-        wait "$pid" || true
+        # Enough ticks: stop it, hard if the next tick is a long one (steerd
+        # sees SIGTERM only between ticks; at 50,000 threads the tick of the
+        # first sticky pins runs for many minutes under valgrind).
+        stop_hard "$pid" 10
         python3 "$BENCH_DIR/cost-parse.py" dumps "$d/cg/out" 1 | rows callgrind "$n" "$t"
         rm -rf "$d/cg"
 
@@ -175,12 +177,13 @@ measure_plain() {
         say "cost $n CPUs x $t threads: $(awk -F, -v n="$n" -v t="$t" '$2==n && $3==t && ($4=="ir_tick" || $4=="wall_us_tick" || $4=="ir_policy_decide_busy") {printf "%s %s  ", $4, $5}' "$CSV")"
 }
 
-# stop_hard PID: SIGTERM; steerd handles it between ticks, so after 20 s
-# (a tick that long) SIGKILL. Fixture roots have nothing to give back.
+# stop_hard PID [SECONDS]: SIGTERM; steerd handles it between ticks, so after
+# SECONDS (default 20; a tick that long) SIGKILL. Fixture roots have nothing
+# to give back.
 stop_hard() {
         local i
         kill -TERM "$1" 2>/dev/null || true
-        for i in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.2; done
+        for i in $(seq $((${2:-20} * 5))); do kill -0 "$1" 2>/dev/null || break; sleep 0.2; done
         kill -KILL "$1" 2>/dev/null || true
         wait "$1" 2>/dev/null || true
 }
