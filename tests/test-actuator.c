@@ -635,17 +635,10 @@ static void cg_write(const char *dir, const char *file, const char *text) {
 }
 
 static char *cg_read(const char *dir, const char *file) {
-        char *p = NULL, *text = NULL;
-        int fd;
-        assert_true(asprintf(&p, "%s/%s", dir, file) > 0);
-        fd = open(p, O_RDONLY | O_CLOEXEC);
-        free(p);
-        assert_true(fd >= 0);
-        assert_int_equal(read_full_fd(fd, &text, NULL), 0);
-        close(fd);
-        size_t n = strlen(text);
-        while (n > 0 && text[n - 1] == '\n')
-                text[--n] = '\0';
+        char *rel = NULL;
+        assert_true(asprintf(&rel, "/%s", file) > 0);
+        char *text = read_fixture(dir, rel);
+        free(rel);
         return text;
 }
 
