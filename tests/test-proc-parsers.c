@@ -820,6 +820,22 @@ static void test_sched_debug_ignores_noise(void **state) {
         sched_debug_done(&d);
 }
 
+/* An idle CPU's root cfs_rq decays and leaves the leaf list the kernel
+ * prints: that CPU is there, with averages of 0, not a malformed file. */
+static void test_sched_debug_decayed_root(void **state) {
+        _cleanup_(freep) char *s = fixture("sched-debug-6.18.txt");
+        _cleanup_(freep) char *no_root = replace(s, "cfs_rq[1]:/\n", "cfs_rq[1]:/system.slice\n");
+        SchedDebug d = {};
+
+        assert_int_equal(sched_debug_parse(no_root, "no-root", &d, NULL), 0);
+        assert_int_equal(d.n_cpus, 2);
+        assert_int_equal(d.cpus[0].util_avg, 1303);
+        assert_int_equal(d.cpus[1].cpu, 1);
+        assert_int_equal(d.cpus[1].util_avg, 0);
+        assert_int_equal(d.cpus[1].runnable_avg, 0);
+        sched_debug_done(&d);
+}
+
 static void check_sched_debug_bad(const char *input, unsigned expected_line) {
         SchedDebugCpu sentinel[1] = {};
         SchedDebug d = {.cpus = sentinel, .n_cpus = 42};
@@ -842,7 +858,6 @@ static void test_sched_debug_malformed(void **state) {
         _cleanup_(freep) char *huge_util =
                 replace(s, root_util, "  .util_avg                      : 18446744073709551616");
         _cleanup_(freep) char *rep_util = replace(s, root_util, "  .util_avg : 1\n  .util_avg : 2");
-        _cleanup_(freep) char *no_root = replace(s, "cfs_rq[1]:/\n", "cfs_rq[1]:/system.slice\n");
         _cleanup_(freep) char *wrong_cpu = replace(s, "cfs_rq[0]:/\n", "cfs_rq[1]:/\n");
         _cleanup_(freep) char *two_roots = replace(s, "cfs_rq[0]:/autogroup-8\n", "cfs_rq[0]:/\n");
         _cleanup_(freep) char *bad_nr =
@@ -865,7 +880,6 @@ static void test_sched_debug_malformed(void **state) {
         check_sched_debug_bad(neg_util, line_of(neg_util, ": -1"));
         check_sched_debug_bad(huge_util, line_of(huge_util, "18446744073709551616"));
         check_sched_debug_bad(rep_util, line_of(rep_util, ".util_avg : 2"));
-        check_sched_debug_bad(no_root, line_of(no_root, "cpu#1"));
         check_sched_debug_bad(wrong_cpu, line_of(wrong_cpu, "cfs_rq[1]:/\n"));
         check_sched_debug_bad(two_roots, line_of(s, "cfs_rq[0]:/\n"));
         check_sched_debug_bad(bad_nr, line_of(bad_nr, ": one"));
@@ -904,6 +918,7 @@ int main(void) {
                 cmocka_unit_test(test_sched_debug_old),
                 cmocka_unit_test(test_sched_debug_ignores_noise),
                 cmocka_unit_test(test_sched_debug_malformed),
+                cmocka_unit_test(test_sched_debug_decayed_root),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -290,6 +290,68 @@ static void test_smoothing(void **state) {
         snapshot_free(s);
 }
 
+/* sched/debug for every CPU: root cfs_rq util_avg 100, runnable_avg
+ * 100 + extra (no root cfs_rq for CPU decayed, as the kernel prints an idle
+ * CPU); "garbage" for a malformed file. */
+static void write_sched_debug(const Fixture *f, unsigned extra, int decayed, bool garbage) {
+        size_t size = 200 * N_CPUS;
+        _cleanup_(freep) char *text = malloc(size);
+        size_t len = 0;
+
+        assert_non_null(text);
+        for (unsigned i = 0; i < N_CPUS && !garbage; i++) {
+                len += (size_t) snprintf(text + len, size - len, "cpu#%u, 2300.000 MHz\n  .nr_running : 1\n\n", i);
+                if ((int) i != decayed)
+                        len += (size_t) snprintf(text + len, size - len,
+                                                 "cfs_rq[%u]:/\n  .util_avg : 100\n  .runnable_avg : %u\n\n", i,
+                                                 100 + extra);
+        }
+        if (garbage)
+                snprintf(text, size, "cpu#0, 2300.000 MHz\ncfs_rq[0]:/\n  .util_avg : lots\n");
+        test_write_file(f->dir, "/sys/kernel/debug/sched/debug", text);
+}
+
+static void test_debugfs_source(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = NULL;
+        uint64_t t = 1000000;
+
+        write_sched_debug(f, 50, -1, false);
+        s = two_ticks(f, NULL, NULL);
+        assert_int_equal(s->source, RUNNABLE_SOURCE_DEBUGFS);
+        for (unsigned i = 0; i < N_CPUS; i++)
+                assert_true(fabs(s->cpus[i].runnable - (s->cpus[i].util + 50)) < 0.01);
+        snapshot_free(s);
+        t = 2000000;
+
+        /* An idle CPU without a root cfs_rq has no contention. */
+        write_sched_debug(f, 80, 7, false);
+        gen(f, 2, NULL);
+        t += 1000000;
+        assert_int_equal(sampler_sample(f->sampler, t, &f->cg, 1, &s), 0);
+        assert_int_equal(s->source, RUNNABLE_SOURCE_DEBUGFS);
+        assert_true(fabs(s->cpus[7].runnable - s->cpus[7].util) < 0.01);
+        assert_true(fabs(s->cpus[8].runnable - (s->cpus[8].util + 80)) < 0.01);
+        snapshot_free(s);
+
+        /* A malformed read holds the last figures and keeps the source ... */
+        write_sched_debug(f, 0, -1, true);
+        for (unsigned k = 1; k < SAMPLER_DEBUGFS_MAX_FAILURES; k++) {
+                gen(f, 2 + k, NULL);
+                t += 1000000;
+                assert_int_equal(sampler_sample(f->sampler, t, &f->cg, 1, &s), 0);
+                assert_int_equal(s->source, RUNNABLE_SOURCE_DEBUGFS);
+                assert_true(fabs(s->cpus[8].runnable - (s->cpus[8].util + 80)) < 0.01);
+                snapshot_free(s);
+        }
+        /* ... until it fails that many times in a row. */
+        gen(f, 2 + SAMPLER_DEBUGFS_MAX_FAILURES, NULL);
+        t += 1000000;
+        assert_int_equal(sampler_sample(f->sampler, t, &f->cg, 1, &s), 0);
+        assert_int_equal(s->source, RUNNABLE_SOURCE_THREADS);
+        snapshot_free(s);
+}
+
 int main(void) {
         if (system("python3 -c pass 2>/dev/null") != 0) {
                 fprintf(stderr, "python3 is missing: the fixture generator needs it\n");
@@ -299,6 +361,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_schedstat_source, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_threads_source, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_threads_source_bounded, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_debugfs_source, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cpu_goes_offline, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_counters_backwards, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_malformed_stat, setup, teardown),

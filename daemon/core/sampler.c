@@ -55,6 +55,7 @@ struct Sampler {
         bool live;               /* the root is "/": the threads are this host's */
         uint64_t n_samples;      /* for the files read only every few ticks */
         uint64_t debugfs_read_us; /* when sched/debug was last read */
+        unsigned debugfs_failures; /* malformed reads in a row */
 };
 
 
@@ -496,8 +497,20 @@ static int runnable_raw(Sampler *s, const ProcStat *stat, ProcSchedstat *ret_sch
                 if (r < 0)
                         return log_error_errno(r, "Cannot read %s", SCHED_DEBUG_PATH);
                 r = sched_debug_parse(text, DISPLAY(s, SCHED_DEBUG_PATH), &sd, NULL);
-                if (r < 0)
-                        return r;
+                if (r < 0) {
+                        /* The file is printed while the scheduler runs: one odd
+                         * read is no reason to scan every thread of the host
+                         * from now on. Hold the last figures; give up on it
+                         * only when it keeps failing. */
+                        if (++s->debugfs_failures >= SAMPLER_DEBUGFS_MAX_FAILURES)
+                                return r;
+                        s->debugfs_read_us = now_us;
+                        for (size_t i = 0; i < topo->n_cpus; i++)
+                                if (!isnan(util_raw[i]))
+                                        raw[i] = util_raw[i] + s->cpus[i].contention;
+                        return 0;
+                }
+                s->debugfs_failures = 0;
                 /* PELT's averages decay on their own 32 ms clock while util comes
                  * from /proc/stat deltas: mixing the two raw would let runnable
                  * drop below util. What PELT adds is the contention, the part of

@@ -17,6 +17,9 @@ typedef struct Sampler Sampler;
  * reported nr_migrations: it is read every this many samples. */
 #define SAMPLER_SCHED_FILE_EVERY 10
 
+/* Malformed sched/debug reads in a row before the sampler stops using it. */
+#define SAMPLER_DEBUGFS_MAX_FAILURES 3
+
 /* An opted-in cgroup, as the sampler needs it. */
 typedef struct SamplerCgroup {
         const char *name;          /* as the operator named it */
