@@ -210,6 +210,12 @@ class Analysis:
                    'command works; they are not the evidence the targets ask for.')
         self.w()
         self.machine()
+        notes = os.path.join(self.out, 'notes.md')
+        if os.path.exists(notes):
+            self.w('## Notes on this run')
+            self.w()
+            self.w(open(notes).read().strip())
+            self.w()
         self.targets()
         self.per_workload(plots)
         self.behaviour()
@@ -529,7 +535,9 @@ class Analysis:
                     'CPU us / tick', 'fixture: generated in, size'], rows)
         spikes = [(k, v) for k, v in cg.items() if v.get('ir_tick') and v.get('ir_tick_max')
                   and v['ir_tick_max'] > 5 * v['ir_tick']]
-        if spikes:
+        wspikes = [(k, v) for k, v in pl.items() if v.get('wall_us_tick') and v.get('wall_us_tick_max')
+                   and v['wall_us_tick_max'] > 5 * v['wall_us_tick']]
+        if spikes or wspikes:
             self.w('**Worst ticks** (one tick far above the median):')
             self.w()
             for k, v in sorted(spikes):
@@ -539,6 +547,9 @@ class Analysis:
                 self.w(f'- {k[0]:,} CPUs x {k[1]:,} threads: {fmt(v["ir_tick_max"])} Ir, '
                        f'{v["ir_tick_max"] / v["ir_tick"]:.0f}x the median tick'
                        + (f'; steerd\'s functions in it by inclusive cost: {chain}' if chain else ''))
+            for k, v in sorted(wspikes):
+                self.w(f'- plain run, {k[0]:,} CPUs x {k[1]:,} threads: worst tick {fmt(v["wall_us_tick_max"] / 1e6)} s '
+                       f'wall, {v["wall_us_tick_max"] / v["wall_us_tick"]:.0f}x the median tick')
             self.w()
             ex = sorted((k[1], v['ir_tick_max'] - v['ir_tick']) for k, v in cg.items()
                         if k[0] == 1024 and v.get('ir_tick_max') and v.get('ir_tick') and v['ir_tick_max'] > 2 * v['ir_tick'])
@@ -602,7 +613,7 @@ class Analysis:
                         'p90 tick (us)', 'max tick (us)', 'ticks', 'window (s)', 'rounds'], rows)
             self.w('Ranges are min / **median** / max over the rounds (the thread counts alternate); p90, max, ticks '
                    'and window are medians. The wall time of a tick includes the time steerd waits for a CPU behind '
-                   'other work: on this busy 2-CPU machine it is far above its CPU time.')
+                   'other work on this busy 2-CPU machine.')
             self.w()
             pts = [(t, one(v.get('cpu_us_tick'))) for (n, t), v in sorted(real.items()) if one(v.get('cpu_us_tick')) is not None]
             if len(pts) >= 2:
@@ -637,8 +648,10 @@ class Analysis:
         obs = [(w, mmm(self.ratios(w, 'observe'))) for w in self.workloads if 'observe' in self.data[w]]
         obs = [(w, t) for w, t in obs if t[1] is not None]
         if obs:
-            self.w('steerd observe changes nothing, so its spread around 1 is a measure of the noise: '
-                   + '; '.join(f'{w} {t[0]:.3f}..{t[2]:.3f}' for w, t in obs) + '.')
+            self.w('steerd observe changes no mask, so its spread around 1 is the noise plus what steerd\'s own '
+                   'sampling costs the workload: '
+                   + '; '.join(f'{w} {t[0]:.3f}..{t[2]:.3f}' for w, t in obs) + '. Where even the best round of '
+                   'observe is worse than the default, it is steerd\'s presence, not noise.')
             self.w()
 
     def method(self):
