@@ -1,6 +1,21 @@
 /* SPDX-License-Identifier: MIT */
+#include <sys/resource.h>
+
 #include "log.h"
 #include "manager.h"
+
+/* The sampler keeps two /proc descriptors open per opted-in thread; the
+ * soft limit services get (1024) would cap that at a few hundred. sd-event
+ * uses epoll, so a high limit costs nothing (systemd's own advice). */
+static void bump_nofile_limit(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_full_errno(LOG_DEBUG, errno, "Cannot raise the soft limit of open files");
+}
 
 int run_daemon(const Args *args, Config *config) {
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -8,6 +23,7 @@ int run_daemon(const Args *args, Config *config) {
 
         if (geteuid() != 0)
                 log_warning("Not running as root: threads of other users cannot be steered.");
+        bump_nofile_limit();
         r = manager_new(args, config, &m);
         if (r < 0)
                 return r;

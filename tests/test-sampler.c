@@ -2,9 +2,14 @@
 /* The sampler on a generated fixture root of a 192-CPU machine (EPYC 9654,
  * one socket: 12 LLCs x 16 CPUs, SMT2). Expected figures follow from the
  * generator's formulas (tests/gen-fixture-root.py). */
+#include <dirent.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "test-helpers.h"
 
@@ -352,6 +357,211 @@ static void test_debugfs_source(void **state) {
         snapshot_free(s);
 }
 
+/* Not needed: sched/debug is not read (a malformed one goes unnoticed) and
+ * runnable is util; needed again: read at once. */
+static void test_runnable_not_needed(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = NULL;
+
+        write_sched_debug(f, 50, -1, false);
+        s = two_ticks(f, NULL, NULL);
+        assert_int_equal(s->source, RUNNABLE_SOURCE_DEBUGFS);
+        snapshot_free(s);
+
+        sampler_set_runnable_needed(f->sampler, false);
+        write_sched_debug(f, 0, -1, true);
+        for (unsigned k = 0; k < SAMPLER_DEBUGFS_MAX_FAILURES + 1; k++) {
+                gen(f, 2 + k, NULL);
+                assert_int_equal(sampler_sample(f->sampler, (3 + k) * 1000000ULL, &f->cg, 1, &s), 0);
+                assert_int_equal(s->source, RUNNABLE_SOURCE_NONE);
+                for (unsigned i = 0; i < N_CPUS; i++)
+                        assert_true(fabs(s->cpus[i].runnable - s->cpus[i].util) < 0.01);
+                snapshot_free(s);
+        }
+
+        sampler_set_runnable_needed(f->sampler, true);
+        write_sched_debug(f, 30, -1, false);
+        gen(f, 10, NULL);
+        assert_int_equal(sampler_sample(f->sampler, 20000000, &f->cg, 1, &s), 0);
+        assert_int_equal(s->source, RUNNABLE_SOURCE_DEBUGFS);
+        assert_true(fabs(s->cpus[9].runnable - (s->cpus[9].util + 30)) < 0.01);
+        snapshot_free(s);
+}
+
+/* A thread that used nothing since its last read is read less often; its
+ * figures are held in between and catch up with the whole interval. */
+static void test_idle_backoff(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = two_ticks(f, "--schedstat", "--schedstat");
+        const unsigned tid = FIRST_TID + 5;
+        size_t k;
+
+        snapshot_free(s);
+        /* Tick 1 again: no thread ran or waited for a second. */
+        assert_int_equal(sampler_sample(f->sampler, 3000000, &f->cg, 1, &s), 0);
+        for (k = 0; k < s->cgroups[0].n_threads && s->cgroups[0].threads[k].tid != (pid_t) tid; k++)
+                ;
+        assert_true(k < s->cgroups[0].n_threads);
+        assert_true(s->cgroups[0].threads[k].util < 0.01);
+        snapshot_free(s);
+
+        /* Two seconds' worth in one: the idle thread is not read at 4 s ... */
+        gen(f, 3, "--schedstat");
+        assert_int_equal(sampler_sample(f->sampler, 4000000, &f->cg, 1, &s), 0);
+        assert_int_equal(s->cgroups[0].n_threads, N_THREADS);
+        assert_true(s->cgroups[0].threads[k].util < 0.01);
+        assert_int_equal(s->cgroups[0].threads[k].cpu, (int) (tid % N_CPUS));
+        assert_non_null(s->cgroups[0].threads[k].allowed);
+        assert_int_equal(hwloc_bitmap_weight(s->cgroups[0].threads[k].allowed), N_CPUS);
+        snapshot_free(s);
+
+        /* ... and at 5 s it is, over the two seconds since its last read. */
+        assert_int_equal(sampler_sample(f->sampler, 5000000, &f->cg, 1, &s), 0);
+        assert_true(fabs(s->cgroups[0].threads[k].util - cap(thread_util_pct(tid))) < 0.01);
+        assert_true(fabs(s->cgroups[0].threads[k].wait - cap(thread_wait_pct(tid))) < 0.01);
+        snapshot_free(s);
+
+        /* Busy again: read every tick from then on. */
+        gen(f, 4, "--schedstat");
+        assert_int_equal(sampler_sample(f->sampler, 6000000, &f->cg, 1, &s), 0);
+        assert_true(fabs(s->cgroups[0].threads[k].util - cap(thread_util_pct(tid))) < 0.01);
+        snapshot_free(s);
+}
+
+/* ---- live: the descriptors kept open for real threads ---- */
+
+#define V1 "/sys/fs/cgroup/cpuset"
+
+typedef struct LiveThread {
+        pthread_t thread;
+        _Atomic pid_t tid;
+        atomic_bool stop;
+        bool busy;
+} LiveThread;
+
+static void *live_thread(void *arg) {
+        LiveThread *t = arg;
+        t->tid = gettid();
+        while (!t->stop)
+                if (!t->busy) {
+                        struct timespec ts = {.tv_nsec = 5000000};
+                        nanosleep(&ts, NULL);
+                }
+        return NULL;
+}
+
+static size_t count_fds(void) {
+        _cleanup_(closedirp) DIR *d = opendir("/proc/self/fd");
+        size_t n = 0;
+        assert_non_null(d);
+        for (struct dirent *de; (de = readdir(d));)
+                n += de->d_name[0] != '.';
+        return n;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static void cg_put(const char *dir, const char *file, const char *text) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", dir, file);
+        test_write_file("/", path, text);
+}
+
+static Snapshot *live_tick(Sampler *sp, const SamplerCgroup *cg) {
+        Snapshot *s = NULL;
+        usleep(100000);
+        assert_int_equal(sampler_sample(sp, now_usec(), cg, 1, &s), 0);
+        assert_int_equal(s->n_cgroups, 1);
+        return s;
+}
+
+static void test_live_kept_fds(void **state) {
+        (void) state;
+        _cleanup_(rootdir_freep) RootDir *root = NULL;
+        _cleanup_(topology_freep) Topology *topo = NULL;
+        Sampler *sp = NULL;
+        Snapshot *s = NULL;
+        Settings st;
+        LiveThread t[2] = {{.busy = true}, {.busy = false}};
+        char dir[128], buf[32];
+        size_t base;
+
+        if (geteuid() != 0 || access(V1 "/cpuset.cpus", F_OK) < 0) {
+                print_message("skipped: needs root and the cgroup v1 cpuset hierarchy\n");
+                skip();
+        }
+        snprintf(dir, sizeof(dir), V1 "/steerd-test-sampler-%d", (int) getpid());
+        assert_true(mkdir(dir, 0755) == 0 || errno == EEXIST);
+        _cleanup_(freep) char *cpus = NULL, *mems = NULL;
+        assert_int_equal(rootdir_open("/", &root), 0);
+        assert_int_equal(rootdir_read_file(root, V1 "/cpuset.effective_cpus", &cpus, NULL), 0);
+        assert_int_equal(rootdir_read_file(root, V1 "/cpuset.effective_mems", &mems, NULL), 0);
+        cg_put(dir, "cpuset.cpus", cpus);
+        cg_put(dir, "cpuset.mems", mems);
+        for (size_t i = 0; i < 2; i++) {
+                assert_int_equal(pthread_create(&t[i].thread, NULL, live_thread, &t[i]), 0);
+                while (!t[i].tid)
+                        usleep(1000);
+                snprintf(buf, sizeof(buf), "%d\n", (int) t[i].tid);
+                cg_put(dir, "tasks", buf);
+        }
+
+        assert_int_equal(topology_load(root, NULL, &topo), 0);
+        settings_init_defaults(&st);
+        CgroupLocation loc = {.dir = dir, .v2 = false};
+        SamplerCgroup cg = {.name = "/steerd-test-sampler", .loc = &loc, .policy = CGROUP_POLICY_LATENCY};
+        base = count_fds();
+        assert_int_equal(sampler_new(root, topo, &st, &sp), 0);
+        assert_int_equal(sampler_sample(sp, now_usec(), &cg, 1, &s), -EAGAIN);
+        /* stat and schedstat of both threads stay open (two per thread) */
+        assert_int_equal(count_fds(), base + 4);
+
+        for (int i = 0; i < 12; i++) {
+                s = live_tick(sp, &cg);
+                assert_int_equal(s->cgroups[0].n_threads, 2);
+                if (i < 11)
+                        snapshot_free(s);
+        }
+        for (size_t i = 0; i < 2; i++) {
+                const ThreadSample *ts = &s->cgroups[0].threads[i];
+                bool busy = ts->tid == t[0].tid;
+                print_message("tid %d (%s): util %.0f wait %.0f cpu %d\n", (int) ts->tid, busy ? "busy" : "sleeping",
+                              ts->util, ts->wait, ts->cpu);
+                assert_true(ts->cpu >= 0);
+                assert_non_null(ts->allowed);
+                /* on a loaded 2-CPU machine the spinner still gets a good share */
+                if (busy)
+                        assert_true(ts->util + ts->wait > 300);
+                else
+                        assert_true(ts->util < 50);
+        }
+        snapshot_free(s);
+        assert_int_equal(count_fds(), base + 4);
+
+        /* The busy one exits: its descriptors are closed at the next tick. */
+        t[0].stop = true;
+        pthread_join(t[0].thread, NULL);
+        s = live_tick(sp, &cg);
+        assert_int_equal(s->cgroups[0].n_threads, 1);
+        assert_int_equal(s->cgroups[0].threads[0].tid, t[1].tid);
+        snapshot_free(s);
+        assert_int_equal(count_fds(), base + 2);
+
+        t[1].stop = true;
+        pthread_join(t[1].thread, NULL);
+        s = live_tick(sp, &cg);
+        assert_int_equal(s->cgroups[0].n_threads, 0);
+        snapshot_free(s);
+        assert_int_equal(count_fds(), base);
+        sampler_free(sp);
+        assert_int_equal(count_fds(), base);
+        assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
         if (system("python3 -c pass 2>/dev/null") != 0) {
                 fprintf(stderr, "python3 is missing: the fixture generator needs it\n");
@@ -367,6 +577,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_malformed_stat, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cgroup_and_thread_vanish, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_smoothing, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_idle_backoff, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_runnable_not_needed, setup, teardown),
+                cmocka_unit_test(test_live_kept_fds),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

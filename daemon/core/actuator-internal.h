@@ -145,7 +145,21 @@ int act_read_online_cpus(const RootDir *root, CpuSet *ret);
  * cg_now, or within the threads backend's window. */
 int act_thread_predict(const ActThread *t, const ActCgroup *crec, hwloc_const_bitmap_t request,
                        hwloc_const_bitmap_t cg_now, CpuSet *ret);
-int act_apply_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, const Action *act);
+/* A thread action in two steps, so that a run of them shares one write-ahead
+ * save of the state file: prepare records the thread and its intent (go is
+ * false when there is nothing to apply: vanished, refused, nothing held);
+ * finish, after the save, sets the mask, logs and counts. */
+typedef struct ActPrepared {
+        bool go;
+        bool full_restore; /* the original, not act->cpus */
+        pid_t tid;
+        uint64_t starttime;
+        CpuSet cg_now, before;
+} ActPrepared;
+int act_prepare_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, const Action *act,
+                              ActPrepared *ret);
+int act_finish_thread_action(ActCtx *c, const OptedIn *cg, const Action *act, ActPrepared *p);
+void act_prepared_done(ActPrepared *p);
 int act_apply_cgroup_threads(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActCgroup *crec,
                              const Action *act);
 /* New threads of threads-backend windows, found in the snapshot. */

@@ -91,18 +91,6 @@ static int state_to_json(const Actuator *a, json_object **ret) {
         return 0;
 }
 
-static int fsync_dir_of(const char *path) {
-        _cleanup_(freep) char *copy = strdup(path);
-        _cleanup_(closep) int fd = -EBADF;
-
-        if (!copy)
-                return -ENOMEM;
-        fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0 || fsync(fd) < 0)
-                return negative_errno();
-        return 0;
-}
-
 static int write_atomic(const char *path, const char *text) {
         _cleanup_(freep) char *tmp = NULL, *copy = strdup(path);
         _cleanup_(closep) int fd = -EBADF;
@@ -129,13 +117,14 @@ static int write_atomic(const char *path, const char *text) {
                 }
                 done += (size_t) k;
         }
-        if (fsync(fd) < 0)
-                goto fail;
+        /* No fsync(): what the file describes (masks, cpusets) does not
+         * outlive the boot, and the rename alone is atomic against steerd's
+         * own crash, the one case the file is for. fsync() cost a disk
+         * flush per tick that acted. */
         if (close(TAKE_FD(fd)) < 0)
                 goto fail;
         if (rename(tmp, path) < 0)
                 goto fail;
-        (void) fsync_dir_of(path);
         return 0;
 fail:
         r = negative_errno();

@@ -198,16 +198,24 @@ static void thread_vanished(ActCtx *c, const char *cgroup, pid_t tid) {
 
 /* ---- thread actions ---- */
 
-int act_apply_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, const Action *act) {
+void act_prepared_done(ActPrepared *p) {
+        hwloc_bitmap_free(p->cg_now);
+        hwloc_bitmap_free(p->before);
+        *p = (ActPrepared){};
+}
+
+int act_prepare_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, const Action *act,
+                              ActPrepared *ret) {
         Actuator *a = c->a;
-        _cleanup_cpuset_ CpuSet cg_now = NULL, before = NULL, again = NULL;
+        _cleanup_cpuset_ CpuSet cg_now = NULL, before = NULL;
         hwloc_const_bitmap_t request;
         const ThreadSample *ts;
         ActThread *t;
         ActCgroup *crec;
         HandsOff *h;
-        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
         int r;
+
+        *ret = (ActPrepared){};
 
         if (!a->live) {
                 if (!a->fixture_threads_logged)
@@ -281,7 +289,33 @@ int act_apply_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs
         r = thread_intend(a, t, crec, request, cg_now);
         if (r < 0)
                 return r;
-        act_save_state(a);
+        *ret = (ActPrepared){
+                .go = true,
+                .tid = ts->tid,
+                .starttime = ts->starttime,
+                .cg_now = TAKE_PTR(cg_now),
+                .before = TAKE_PTR(before),
+                .full_restore = !request,
+        };
+        return 0;
+}
+
+int act_finish_thread_action(ActCtx *c, const OptedIn *cg, const Action *act, ActPrepared *p) {
+        Actuator *a = c->a;
+        _cleanup_cpuset_ CpuSet again = NULL;
+        hwloc_const_bitmap_t request = p->full_restore ? NULL : act->cpus, cg_now = p->cg_now,
+                             before = p->before;
+        ActCgroup *crec = actuator_find_owned(a, cg->name);
+        ActThread *t;
+        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
+        int r;
+
+        if (!p->go)
+                return 0;
+        /* Looked up again: recording other threads may have moved it. */
+        t = actuator_find_thread(a, p->tid);
+        if (!t)
+                return 0;
         r = thread_apply_mask(a, t, crec, request);
         if (act_is_einval(r) && request) {
                 /* The mask is no longer valid (hotplug, a cpuset that shrank):
@@ -307,20 +341,20 @@ int act_apply_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs
         }
 
         if (r == -ESRCH) {
-                thread_vanished(c, cg->name, ts->tid);
+                thread_vanished(c, cg->name, p->tid);
                 return 0;
         }
         if (act_is_eperm(r)) {
-                actuator_forget_thread(a, ts->tid);
+                actuator_forget_thread(a, p->tid);
                 c->rep.failed++;
-                return act_mark_unmanaged(c, cg->name, ts->tid, ts->starttime, r);
+                return act_mark_unmanaged(c, cg->name, p->tid, p->starttime, r);
         }
         if (r < 0) {
                 if (!act_is_einval(r))
                         log_warning_errno(r, "cgroup %s tid %d: setting CPUs %s failed", cg->name,
-                                          (int) ts->tid, cpuset_to_string(act->cpus, b1, sizeof(b1)));
+                                          (int) p->tid, cpuset_to_string(act->cpus, b1, sizeof(b1)));
                 if (t->unapplied)
-                        actuator_forget_thread(a, ts->tid);
+                        actuator_forget_thread(a, p->tid);
                 c->rep.failed++;
                 return 0;
         }
@@ -333,7 +367,7 @@ int act_apply_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs
                            cpuset_to_string(t->last_set, b2, sizeof(b2)),
                            action_policy_to_string(act->policy), action_kind_to_string(act->kind),
                            act->reason ?: "");
-                actuator_forget_thread(a, ts->tid);
+                actuator_forget_thread(a, p->tid);
                 return 0;
         }
         log_struct(LOG_INFO, STEERD_MESSAGE_ACTION, "cgroup %s tid %d: CPUs %s -> %s (%s %s: %s)", cg->name,

@@ -521,6 +521,62 @@ static int apply_cgroup_action(ActCtx *c, const OptedIn *cg, const CgroupSample 
         return act_apply_cgroup_file(c, cg, cs, crec, backend, act);
 }
 
+/* The plan's action i, checked: its opted-in cgroup and snapshot, or NULL
+ * (logged and counted) when it cannot be applied. */
+static const OptedIn *action_target(ActCtx *c, const Action *act, const CgroupSample **ret_cs) {
+        const OptedIn *cg;
+
+        if (!act->cgroup || !act->cpus || hwloc_bitmap_iszero(act->cpus)) {
+                log_warning("cgroup %s%s%.0d: %s action without CPUs; dropped", act->cgroup ?: "(none)",
+                            act->tid ? " tid " : "", (int) act->tid,
+                            action_kind_to_string(act->kind) ?: "invalid");
+                c->rep.failed++;
+                return NULL;
+        }
+        /* DESIGN.md 5.1: nothing outside the opted-in cgroups. */
+        cg = opted_in_find(c->a, act->cgroup);
+        if (!cg) {
+                log_warning("cgroup %s%s%.0d: not opted in; %s %s refused", act->cgroup, act->tid ? " tid " : "",
+                            (int) act->tid, action_policy_to_string(act->policy),
+                            action_kind_to_string(act->kind));
+                c->rep.failed++;
+                return NULL;
+        }
+        *ret_cs = act_snap_cgroup(c->snap, act->cgroup);
+        return cg;
+}
+
+static bool is_thread_action(const Action *act) {
+        return act->tid > 0 && (act->kind == ACTION_SET_THREAD_CPUS || act->kind == ACTION_RESTORE);
+}
+
+/* A run of thread actions (the sticky policy can pin hundreds in a tick):
+ * every intent first, one save of the state file, then every mask. Saving
+ * the whole state before each of them made a tick quadratic. */
+static int apply_thread_run(ActCtx *c, const Plan *plan, size_t from, size_t to) {
+        ActPrepared *prep = calloc(MAX(to - from, (size_t) 1), sizeof(ActPrepared));
+        int r = 0;
+
+        if (!prep)
+                return -ENOMEM;
+        for (size_t i = from; i < to && r >= 0; i++) {
+                const CgroupSample *cs = NULL;
+                const OptedIn *cg = action_target(c, &plan->actions[i], &cs);
+                if (cg)
+                        r = act_prepare_thread_action(c, cg, cs, &plan->actions[i], &prep[i - from]);
+        }
+        act_save_state(c->a);
+        for (size_t i = from; i < to && r >= 0; i++) {
+                const Action *act = &plan->actions[i];
+                if (prep[i - from].go)
+                        r = act_finish_thread_action(c, opted_in_find(c->a, act->cgroup), act, &prep[i - from]);
+        }
+        for (size_t i = from; i < to; i++)
+                act_prepared_done(&prep[i - from]);
+        free(prep);
+        return r;
+}
+
 int actuator_apply(Actuator *a, const Snapshot *snap, const Plan *plan, ActuatorReport *ret) {
         _cleanup_(act_ctx_done) ActCtx c = {};
         int r;
@@ -535,33 +591,26 @@ int actuator_apply(Actuator *a, const Snapshot *snap, const Plan *plan, Actuator
         if (r < 0)
                 return r;
 
-        for (size_t i = 0; i < plan->n_actions; i++) {
+        for (size_t i = 0; i < plan->n_actions;) {
                 const Action *act = &plan->actions[i];
+                const CgroupSample *cs = NULL;
                 const OptedIn *cg;
-                const CgroupSample *cs;
 
-                if (!act->cgroup || !act->cpus || hwloc_bitmap_iszero(act->cpus)) {
-                        log_warning("cgroup %s%s%.0d: %s action without CPUs; dropped",
-                                    act->cgroup ?: "(none)", act->tid ? " tid " : "", (int) act->tid,
-                                    action_kind_to_string(act->kind) ?: "invalid");
-                        c.rep.failed++;
+                if (is_thread_action(act)) {
+                        size_t to = i + 1;
+                        while (to < plan->n_actions && is_thread_action(&plan->actions[to]))
+                                to++;
+                        r = apply_thread_run(&c, plan, i, to);
+                        if (r < 0)
+                                return r;
+                        i = to;
                         continue;
                 }
-                /* DESIGN.md 5.1: nothing outside the opted-in cgroups. */
-                cg = opted_in_find(a, act->cgroup);
-                if (!cg) {
-                        log_warning("cgroup %s%s%.0d: not opted in; %s %s refused", act->cgroup,
-                                    act->tid ? " tid " : "", (int) act->tid,
-                                    action_policy_to_string(act->policy), action_kind_to_string(act->kind));
-                        c.rep.failed++;
+                i++;
+                cg = action_target(&c, act, &cs);
+                if (!cg)
                         continue;
-                }
-                cs = act_snap_cgroup(snap, act->cgroup);
-
-                if (act->tid > 0 && (act->kind == ACTION_SET_THREAD_CPUS || act->kind == ACTION_RESTORE))
-                        r = act_apply_thread_action(&c, cg, cs, act);
-                else if (act->tid == 0 &&
-                         (act->kind == ACTION_SET_CGROUP_CPUS || act->kind == ACTION_RESTORE))
+                if (act->tid == 0 && (act->kind == ACTION_SET_CGROUP_CPUS || act->kind == ACTION_RESTORE))
                         r = apply_cgroup_action(&c, cg, cs, act);
                 else {
                         log_warning("cgroup %s%s%.0d: malformed %s action; dropped", act->cgroup,

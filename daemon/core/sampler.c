@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sys/resource.h>
 
 #include "ewma.h"
 #include "affinity.h"
@@ -28,6 +29,14 @@ typedef struct ThreadPrev {
         uint64_t delta_run_delay_ns; /* this tick's, for the THREADS source */
         uint64_t nr_migrations;      /* last read of /proc/<tid>/sched */
         bool have_migrations;        /* it was read for this thread */
+        /* Live root only: stat and schedstat kept open and re-read with
+         * pread(). The descriptors pin the task: once it exits they give
+         * ESRCH, never a reused tid's figures. -1 when not kept. */
+        int stat_fd, schedstat_fd;
+        CpuSet allowed;   /* live: the mask at its last read, NULL */
+        uint64_t read_us; /* when its files were last read */
+        unsigned interval, skip; /* idle back-off, in ticks */
+        bool fresh;              /* its files were read this tick */
 } ThreadPrev;
 
 typedef struct CpuState {
@@ -51,13 +60,33 @@ struct Sampler {
 
         ThreadPrev *threads; /* sorted by tid */
         size_t n_threads;
+        size_t n_kept_fds, max_kept_fds; /* the descriptors of ThreadPrev */
 
         bool live;               /* the root is "/": the threads are this host's */
+        bool runnable_needed;    /* false: skip the dear runnable sources */
         uint64_t n_samples;      /* for the files read only every few ticks */
         uint64_t debugfs_read_us; /* when sched/debug was last read */
         unsigned debugfs_failures; /* malformed reads in a row */
 };
 
+
+static void thread_prev_close(Sampler *s, ThreadPrev *p) {
+        if (p->stat_fd >= 0 || p->schedstat_fd >= 0)
+                s->n_kept_fds -= 2;
+        if (p->stat_fd >= 0)
+                close(p->stat_fd);
+        if (p->schedstat_fd >= 0)
+                close(p->schedstat_fd);
+        p->stat_fd = p->schedstat_fd = -EBADF;
+}
+
+static void thread_prevs_free(Sampler *s, ThreadPrev *items, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                thread_prev_close(s, &items[i]);
+                hwloc_bitmap_free(items[i].allowed);
+        }
+        free(items);
+}
 
 static int probe_source(const RootDir *root) {
         if (rootdir_access(root, "/proc/schedstat", R_OK) >= 0)
@@ -87,6 +116,13 @@ int sampler_new(const RootDir *root, const Topology *topo, const Settings *setti
                 return -ENOMEM;
         s->source = probe_source(root);
         s->live = streq(root->path, "/");
+        s->runnable_needed = true;
+        /* Keep two descriptors per thread while a quarter of the soft
+         * limit allows (the daemon raises it to the hard limit at start). */
+        struct rlimit rl;
+        if (s->live && getrlimit(RLIMIT_NOFILE, &rl) >= 0)
+                s->max_kept_fds = rl.rlim_cur == RLIM_INFINITY ? SAMPLER_MAX_KEPT_FDS
+                                                               : MIN((size_t) rl.rlim_cur / 4, SAMPLER_MAX_KEPT_FDS);
         log_debug("Runnable source: %s", runnable_source_to_string(s->source));
 
         *ret = TAKE_PTR(s);
@@ -99,13 +135,17 @@ Sampler *sampler_free(Sampler *s) {
         proc_stat_done(&s->prev_stat);
         proc_schedstat_done(&s->prev_schedstat);
         free(s->cpus);
-        free(s->threads);
+        thread_prevs_free(s, s->threads, s->n_threads);
         free(s);
         return NULL;
 }
 
 void sampler_set_settings(Sampler *s, const Settings *settings) {
         s->settings = *settings;
+}
+
+void sampler_set_runnable_needed(Sampler *s, bool needed) {
+        s->runnable_needed = needed;
 }
 
 RunnableSource sampler_source(const Sampler *s) {
@@ -163,55 +203,168 @@ static bool vanished(int r) {
         return r == -ENOENT || r == -ESRCH || r == -ENOTDIR;
 }
 
-/* Read stat and schedstat of one thread and fold them into the table. Returns
+/* Re-read a /proc file through a descriptor kept open: seq_file
+ * regenerates it at offset 0. */
+static int pread_text(int fd, char *buf, size_t size) {
+        ssize_t n = pread(fd, buf, size - 1, 0);
+        if (n < 0)
+                return negative_errno();
+        if ((size_t) n >= size - 1)
+                return -EFBIG; /* cut short: the caller opens it afresh */
+        buf[n] = '\0';
+        return 0;
+}
+
+/* Open one of the thread's files, read it into buf; *ret_fd keeps it open
+ * (or -1 when fds is false). */
+static int open_thread_file(Sampler *s, const char *path, bool keep, char *buf, size_t size, int *ret_fd) {
+        _cleanup_(closep) int fd = -EBADF;
+        int r;
+
+        r = rootdir_open_file(s->root, path, O_RDONLY | O_CLOEXEC, &fd);
+        if (r < 0)
+                return r;
+        r = pread_text(fd, buf, size);
+        if (r < 0)
+                return r;
+        *ret_fd = keep ? TAKE_FD(fd) : -EBADF;
+        return 0;
+}
+
+/* Move what p owns (descriptors, mask) into n. */
+static void thread_prev_move(ThreadPrev *n, ThreadPrev *p) {
+        n->stat_fd = p->stat_fd;
+        n->schedstat_fd = p->schedstat_fd;
+        n->allowed = p->allowed;
+        p->stat_fd = p->schedstat_fd = -EBADF;
+        p->allowed = NULL;
+}
+
+/* Read a thread's stat and schedstat and fold them into the table. Returns
  * 0 and sets *ret (NULL if the thread vanished or its files are malformed:
- * both are logged by the callee/parser and skipped, never fatal). */
-static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint64_t dt_us, double alpha,
-                         ThreadPrev **ret) {
-        char path[96];
-        _cleanup_(freep) char *stat = NULL, *schedstat = NULL;
-        ThreadStat st;
+ * both are logged by the callee/parser and skipped, never fatal).
+ *
+ * What it costs decides what steerd costs (one /proc open is ~5 us, most of
+ * it path lookup), hence: on the live root both files stay open and are
+ * re-read with pread(); stat (the thread's CPU, its identity) is read again
+ * only when schedstat moved, since a thread that neither ran nor waited is
+ * where it was; and a thread that used under SAMPLER_IDLE_PERCENT of a CPU
+ * (run and wait) since its last read is read every 2, 4, ... up to
+ * SAMPLER_IDLE_MAX_TICKS ticks, its figures held in between. */
+static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint64_t now_us, ThreadPrev **ret) {
+        char path[96], stat_text[1024], ss_text[128];
+        int stat_fd = -EBADF, ss_fd = -EBADF;
+        ThreadStat st = {.processor = -1};
         ThreadSchedstat ss;
+        ThreadPrev *p, *n;
+        bool kept;
         int r;
 
         *ret = NULL;
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
-        r = read_file(s, path, &stat);
-        if (r < 0)
-                return vanished(r) ? 0 : r;
-        if (thread_stat_parse(stat, DISPLAY(s, path), &st, NULL) < 0)
-                return 0;
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int) pid, (int) tid);
-        r = read_file(s, path, &schedstat);
-        if (r < 0)
-                return vanished(r) ? 0 : r;
-        if (thread_schedstat_parse(schedstat, DISPLAY(s, path), &ss, NULL) < 0)
-                return 0;
+        p = thread_find(s->threads, s->n_threads, tid);
 
-        ThreadPrev *n = thread_table_push(t);
-        if (!n)
+        if (p && p->skip > 0) {
+                n = thread_table_push(t);
+                if (!n)
+                        return -ENOMEM;
+                *n = *p;
+                thread_prev_move(n, p);
+                n->skip--;
+                n->fresh = false;
+                n->delta_run_delay_ns = 0;
+                *ret = n;
+                return 0;
+        }
+
+        kept = p && p->schedstat_fd >= 0;
+        if (kept) {
+                r = pread_text(p->schedstat_fd, ss_text, sizeof(ss_text));
+                if (r < 0) {
+                        /* Exited (ESRCH): a thread with this tid now is another. */
+                        thread_prev_close(s, p);
+                        p = NULL;
+                        kept = false;
+                }
+        }
+        if (kept) {
+                snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int) pid, (int) tid);
+                if (thread_schedstat_parse(ss_text, DISPLAY(s, path), &ss, NULL) < 0)
+                        return 0;
+                if (ss.sum_exec_runtime_ns == p->exec_ns && ss.run_delay_ns == p->run_delay_ns && p->processor >= 0) {
+                        st.starttime = p->starttime;
+                        st.processor = p->processor;
+                } else {
+                        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
+                        r = pread_text(p->stat_fd, stat_text, sizeof(stat_text));
+                        if (r < 0)
+                                return vanished(r) ? 0 : r;
+                        if (thread_stat_parse(stat_text, DISPLAY(s, path), &st, NULL) < 0)
+                                return 0;
+                }
+        } else {
+                bool keep = s->live && s->n_kept_fds + 2 <= s->max_kept_fds;
+                snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
+                r = open_thread_file(s, path, keep, stat_text, sizeof(stat_text), &stat_fd);
+                if (r < 0)
+                        return vanished(r) ? 0 : r;
+                _cleanup_(closep) int stat_fd_owned = stat_fd;
+                if (thread_stat_parse(stat_text, DISPLAY(s, path), &st, NULL) < 0)
+                        return 0;
+                snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int) pid, (int) tid);
+                r = open_thread_file(s, path, keep, ss_text, sizeof(ss_text), &ss_fd);
+                if (r < 0)
+                        return vanished(r) ? 0 : r;
+                _cleanup_(closep) int ss_fd_owned = ss_fd;
+                if (thread_schedstat_parse(ss_text, DISPLAY(s, path), &ss, NULL) < 0)
+                        return 0;
+                stat_fd = TAKE_FD(stat_fd_owned);
+                ss_fd = TAKE_FD(ss_fd_owned);
+        }
+
+        n = thread_table_push(t);
+        if (!n) {
+                if (stat_fd >= 0)
+                        close(stat_fd);
+                if (ss_fd >= 0)
+                        close(ss_fd);
                 return -ENOMEM;
+        }
         *n = (ThreadPrev){
                 .tid = tid,
                 .starttime = st.starttime,
                 .exec_ns = ss.sum_exec_runtime_ns,
                 .run_delay_ns = ss.run_delay_ns,
                 .processor = st.processor,
+                .stat_fd = stat_fd,
+                .schedstat_fd = ss_fd,
+                .read_us = now_us,
+                .interval = 1,
+                .fresh = true,
         };
-        ThreadPrev *p = thread_find(s->threads, s->n_threads, tid);
+        if (stat_fd >= 0)
+                s->n_kept_fds += 2;
         if (p && p->starttime == st.starttime) {
+                if (kept)
+                        thread_prev_move(n, p);
                 n->nr_migrations = p->nr_migrations;
                 n->have_migrations = p->have_migrations;
         }
+        uint64_t dt_us = p && now_us > p->read_us ? now_us - p->read_us : 0;
         if (p && p->starttime == st.starttime && dt_us > 0 && ss.sum_exec_runtime_ns >= p->exec_ns &&
             ss.run_delay_ns >= p->run_delay_ns) {
                 double scale = (double) SCHED_CAPACITY_SCALE / ((double) dt_us * NSEC_PER_USEC);
                 double util = MIN((double) (ss.sum_exec_runtime_ns - p->exec_ns) * scale,
                                   (double) SCHED_CAPACITY_SCALE);
                 double wait = (double) (ss.run_delay_ns - p->run_delay_ns) * scale;
+                double alpha = ewma_alpha(dt_us, s->settings.smoothing_half_life_ms * USEC_PER_MSEC);
+                double idle = SAMPLER_IDLE_PERCENT * SCHED_CAPACITY_SCALE / 100.0;
+
                 n->delta_run_delay_ns = ss.run_delay_ns - p->run_delay_ns;
                 n->util = ewma_update(p->util, util, alpha);
                 n->wait = ewma_update(p->wait, wait, alpha);
+                if (util < idle && wait < idle && n->util < idle && n->wait < idle)
+                        n->interval = MIN(MAX(p->interval, 1u) * 2, SAMPLER_IDLE_MAX_TICKS);
+                n->skip = n->interval - 1;
         }
         /* A new thread (or a reused tid) has no history: it starts at 0 and
          * gets real figures from its second sample on. */
@@ -229,7 +382,7 @@ static bool is_pid_name(const char *s) {
 }
 
 /* The THREADS source: every thread on the host, up to max_scan_threads. */
-static int scan_all_threads(Sampler *s, ThreadTable *t, uint64_t dt_us, double alpha, bool *ret_truncated) {
+static int scan_all_threads(Sampler *s, ThreadTable *t, uint64_t now_us, bool *ret_truncated) {
         _cleanup_(closedirp) DIR *proc = NULL;
         struct dirent *de;
         size_t scanned = 0;
@@ -259,7 +412,7 @@ static int scan_all_threads(Sampler *s, ThreadTable *t, uint64_t dt_us, double a
                                 return 0;
                         }
                         ThreadPrev *n;
-                        r = sample_thread(s, t, pid, (pid_t) atoi(te->d_name), dt_us, alpha, &n);
+                        r = sample_thread(s, t, pid, (pid_t) atoi(te->d_name), now_us, &n);
                         if (r < 0)
                                 return r;
                         scanned++;
@@ -306,7 +459,7 @@ static int cgroup_effective_cpus(Sampler *s, const char *dir, bool v2, hwloc_con
 }
 
 static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, size_t n_scanned,
-                         uint64_t dt_us, double alpha, hwloc_const_bitmap_t online, CgroupSample *c) {
+                         uint64_t now_us, hwloc_const_bitmap_t online, CgroupSample *c) {
         _cleanup_(freep) char *path = NULL, *list = NULL, *parent = NULL;
         _cleanup_cpuset_ CpuSet parent_cpus = NULL;
         const char *dir = sc->loc->dir;
@@ -378,7 +531,7 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
 
                 ThreadPrev *tp = thread_find(t->items, n_scanned, (pid_t) tid);
                 if (!tp) {
-                        r = sample_thread(s, t, (pid_t) tid, (pid_t) tid, dt_us, alpha, &tp);
+                        r = sample_thread(s, t, (pid_t) tid, (pid_t) tid, now_us, &tp);
                         if (r < 0)
                                 return r;
                         if (!tp)
@@ -396,7 +549,12 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
                         .wait = tp->wait,
                         .run_delay_ns = tp->run_delay_ns,
                 };
-                if (s->live) {
+                if (!tp->fresh && tp->allowed) {
+                        /* Held with the rest of an idle thread's figures. */
+                        ts->allowed = hwloc_bitmap_dup(tp->allowed);
+                        if (!ts->allowed)
+                                return -ENOMEM;
+                } else if (s->live) {
                         /* One syscall instead of formatting and parsing status. */
                         r = thread_get_affinity((pid_t) tid, &ts->allowed);
                         if (r < 0) {
@@ -415,7 +573,13 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
                         if (thread_status_parse_cpus_allowed(status, DISPLAY(s, tpath), &ts->allowed, NULL) < 0)
                                 continue;
                 }
-                if (s->n_samples % SAMPLER_SCHED_FILE_EVERY == 0 || !tp->have_migrations) {
+                if (!tp->allowed || !hwloc_bitmap_isequal(tp->allowed, ts->allowed)) {
+                        hwloc_bitmap_free(tp->allowed);
+                        tp->allowed = hwloc_bitmap_dup(ts->allowed);
+                        if (!tp->allowed)
+                                return -ENOMEM;
+                }
+                if (tp->fresh && (s->n_samples % SAMPLER_SCHED_FILE_EVERY == 0 || !tp->have_migrations)) {
                         snprintf(tpath, sizeof(tpath), "/proc/%ld/task/%ld/sched", tid, tid);
                         if (read_file(s, tpath, &sched) >= 0) {
                                 ThreadSched sch;
@@ -637,8 +801,15 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
                         util_raw[i] = u;
         }
 
-        if (s->source == RUNNABLE_SOURCE_THREADS) {
-                r = scan_all_threads(s, &t, dt_us, alpha, &truncated);
+        /* /proc/schedstat is one small file; sched/debug (every task of
+         * the host) and the threads scan are read only for a policy that
+         * uses runnable. */
+        bool skip_runnable = !s->runnable_needed && s->source != RUNNABLE_SOURCE_SCHEDSTAT;
+        if (skip_runnable)
+                snap->source = RUNNABLE_SOURCE_NONE;
+
+        if (s->source == RUNNABLE_SOURCE_THREADS && !skip_runnable) {
+                r = scan_all_threads(s, &t, now_us, &truncated);
                 if (r < 0)
                         goto fail;
         }
@@ -646,7 +817,12 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
                 qsort(t.items, t.n, sizeof(ThreadPrev), cmp_thread_prev);
         size_t n_scanned = t.n;
 
-        r = runnable_raw(s, &stat, &schedstat, &t, now_us, dt_us, util_raw, run_raw);
+        if (skip_runnable) {
+                for (size_t i = 0; i < topo->n_cpus; i++)
+                        run_raw[i] = NAN;
+                r = 0;
+        } else
+                r = runnable_raw(s, &stat, &schedstat, &t, now_us, dt_us, util_raw, run_raw);
         if (r < 0 && s->source == RUNNABLE_SOURCE_DEBUGFS) {
                 /* debugfs can be unmounted under us: fall back for good. */
                 log_warning("The debugfs runnable source failed; using per-thread run delay from now on.");
@@ -707,7 +883,7 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
         }
         for (size_t i = 0; i < n_cgroups; i++) {
                 CgroupSample *c = &snap->cgroups[snap->n_cgroups++];
-                r = sample_cgroup(s, &cgroups[i], &t, n_scanned, dt_us, alpha, online, c);
+                r = sample_cgroup(s, &cgroups[i], &t, n_scanned, now_us, online, c);
                 if (r < 0) {
                         /* A cgroup that vanished, or whose files we cannot read, is
                          * left out of this snapshot; the rest goes on. */
@@ -730,7 +906,7 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
         /* Commit: only now do this tick's counters become the previous ones. */
         if (t.n > 1)
                 qsort(t.items, t.n, sizeof(ThreadPrev), cmp_thread_prev);
-        free(s->threads);
+        thread_prevs_free(s, s->threads, s->n_threads);
         s->threads = t.items;
         s->n_threads = t.n;
         t.items = NULL;
@@ -749,7 +925,9 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
         return 0;
 
 fail:
-        free(t.items);
+        /* What this tick's table took over from the previous one is closed:
+         * those threads are opened afresh next time. */
+        thread_prevs_free(s, t.items, t.n);
         proc_stat_done(&stat);
         proc_schedstat_done(&schedstat);
         return r;

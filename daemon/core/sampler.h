@@ -17,6 +17,15 @@ typedef struct Sampler Sampler;
  * reported nr_migrations: it is read every this many samples. */
 #define SAMPLER_SCHED_FILE_EVERY 10
 
+/* A thread that used less than this share of a CPU (run time and wait)
+ * since its last read is read half as often, down to once every
+ * SAMPLER_IDLE_MAX_TICKS ticks: most threads of a big host sleep. */
+#define SAMPLER_IDLE_PERCENT 1
+#define SAMPLER_IDLE_MAX_TICKS 8u
+
+/* At most this many /proc descriptors kept open (two per thread). */
+#define SAMPLER_MAX_KEPT_FDS ((size_t) 65536)
+
 /* Malformed sched/debug reads in a row before the sampler stops using it. */
 #define SAMPLER_DEBUGFS_MAX_FAILURES 3
 
@@ -46,4 +55,8 @@ void sampler_set_settings(Sampler *s, const Settings *settings);
 int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups,
                    Snapshot **ret);
 
+/* Runnable feeds only contention-aware balancing (and the operator's view
+ * in observe mode): without it, sched/debug and the threads scan are not
+ * read and snapshots say RUNNABLE_SOURCE_NONE. Default: needed. */
+void sampler_set_runnable_needed(Sampler *s, bool needed);
 RunnableSource sampler_source(const Sampler *s);

@@ -7,6 +7,7 @@ static const char *const runnable_source_table[_RUNNABLE_SOURCE_MAX] = {
         [RUNNABLE_SOURCE_SCHEDSTAT] = "schedstat",
         [RUNNABLE_SOURCE_DEBUGFS] = "debugfs",
         [RUNNABLE_SOURCE_THREADS] = "threads",
+        [RUNNABLE_SOURCE_NONE] = "none",
 };
 
 const char *runnable_source_to_string(RunnableSource s) {

@@ -16,6 +16,7 @@ typedef enum RunnableSource {
         RUNNABLE_SOURCE_SCHEDSTAT, /* /proc/schedstat per-CPU run + wait time */
         RUNNABLE_SOURCE_DEBUGFS,   /* sched/debug root cfs_rq runnable_avg */
         RUNNABLE_SOURCE_THREADS,   /* Σ Δrun_delay of threads, charged to their last CPU */
+        RUNNABLE_SOURCE_NONE,      /* not sampled (no policy needs it): runnable = util */
         _RUNNABLE_SOURCE_MAX,
         _RUNNABLE_SOURCE_INVALID = -EINVAL,
 } RunnableSource;
