@@ -179,6 +179,7 @@ static int tick(Manager *m, uint64_t now_us) {
                 r = actuator_apply(m->actuator, snap, plan, &rep);
                 if (r < 0)
                         log_warning_errno(r, "Applying the plan failed");
+                sampler_reread_threads(m->sampler);
                 /* The actuator logs each action as it takes effect. */
                 m->actions_failed += rep.failed;
                 forget_let_go(m, &rep);
@@ -261,6 +262,7 @@ int manager_set_mode(Manager *m, Mode mode) {
         if (mode_applies(old) && !mode_applies(mode)) {
                 /* Nothing applied may outlive the mode that applied it. */
                 (void) actuator_release_all(m->actuator);
+                sampler_reread_threads(m->sampler);
         }
         if (mode_applies(old) != mode_applies(mode) || mode == MODE_OFF) {
                 /* The engine's idea of what is applied is void now: start afresh. */

@@ -13,6 +13,7 @@
 
 #include "test-helpers.h"
 
+#include "affinity.h"
 #include "sampler.h"
 #include "topology.h"
 
@@ -541,6 +542,23 @@ static void test_live_kept_fds(void **state) {
         }
         snapshot_free(s);
         assert_int_equal(count_fds(), base + 4);
+
+        /* steerd changed the idle thread's mask: after sampler_reread_threads()
+         * the next snapshot has it, not the mask held from before. */
+        _cleanup_cpuset_ CpuSet one = NULL, all = NULL;
+        assert_int_equal(thread_get_affinity(t[1].tid, &all), 0);
+        if (hwloc_bitmap_weight(all) >= 2) {
+                one = hwloc_bitmap_alloc();
+                hwloc_bitmap_only(one, (unsigned) hwloc_bitmap_first(all));
+                assert_int_equal(thread_set_affinity(t[1].tid, one), 0);
+                sampler_reread_threads(sp);
+                s = live_tick(sp, &cg);
+                for (size_t i = 0; i < s->cgroups[0].n_threads; i++)
+                        if (s->cgroups[0].threads[i].tid == t[1].tid)
+                                assert_true(hwloc_bitmap_isequal(s->cgroups[0].threads[i].allowed, one));
+                snapshot_free(s);
+                assert_int_equal(thread_set_affinity(t[1].tid, all), 0);
+        }
 
         /* The busy one exits: its descriptors are closed at the next tick. */
         t[0].stop = true;

@@ -144,6 +144,11 @@ void sampler_set_settings(Sampler *s, const Settings *settings) {
         s->settings = *settings;
 }
 
+void sampler_reread_threads(Sampler *s) {
+        for (size_t i = 0; i < s->n_threads; i++)
+                s->threads[i].skip = 0;
+}
+
 void sampler_set_runnable_needed(Sampler *s, bool needed) {
         s->runnable_needed = needed;
 }

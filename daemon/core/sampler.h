@@ -55,6 +55,11 @@ void sampler_set_settings(Sampler *s, const Settings *settings);
 int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups,
                    Snapshot **ret);
 
+/* Read every thread in full at the next sample. An idle thread's mask is
+ * held between its reads like the rest of its figures: after steerd
+ * changed masks, a held one would look like someone else's change. */
+void sampler_reread_threads(Sampler *s);
+
 /* Runnable feeds only contention-aware balancing (and the operator's view
  * in observe mode): without it, sched/debug and the threads scan are not
  * read and snapshots say RUNNABLE_SOURCE_NONE. Default: needed. */
