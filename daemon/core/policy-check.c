@@ -88,7 +88,11 @@ static int check_thread_residency(const Settings *settings, const CgroupState *c
                 const Action *p = &prefix->actions[i];
                 bool moves;
 
-                if (p->kind == ACTION_RESTORE || !streq(p->cgroup, a->cgroup))
+                /* The tid first: a tick of sticky pins has thousands of
+                 * thread actions, and a string compare for each pair made
+                 * this check the bulk of such a tick. */
+                if (p->kind == ACTION_RESTORE || (p->tid != 0 && p->tid != ts->tid) ||
+                    !streq(p->cgroup, a->cgroup))
                         continue;
                 if (p->tid == 0) {
                         r = cgroup_set_moves(cs, cg, online, p->cpus, &moves);
