@@ -75,6 +75,38 @@ static void test_worse_reverts_and_backs_off(void **unused) {
         assert_int_equal(c.restored, 0);
 }
 
+/* A window's "before" is the cgroup over the last GuardWindowMs, not the
+ * tick it was decided on: a dip at that tick (here wait 2 x 5 after a steady
+ * 2 x 50) does not make the same wait afterwards look like harm. */
+static void test_before_is_a_window(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        unsigned opened = 0;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned tick = 0; tick < 40; tick++) {
+                double wait = tick < 20 ? 50 : tick == 20 ? 5 : 55;
+                _cleanup_(snapshot_freep) Snapshot *s = topo_new(1, 4, 2, tick * TICK_US);
+                topo_set_llc(s, 0, tick < 20 ? 500 : 1000, tick < 20 ? 500 : 1000);
+                size_t cg = topo_add_cgroup(s, "/g", CGROUP_POLICY_LATENCY, NULL);
+                topo_add_thread(s, cg, 11, 1, 0, 500, wait);
+                topo_add_thread(s, cg, 12, 1, 1, 500, wait);
+                topo_finish(s);
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                dump_plan(plan, tick);
+                if (plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/g", 0))
+                        opened = tick;
+                assert_null(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/g", 0));
+        }
+        assert_int_equal(opened, 20);
+        PolicyCounters c;
+        policy_state_counters(state, &c);
+        assert_int_equal(c.applied, 1);
+        assert_int_equal(c.kept, 1);
+        assert_int_equal(c.reverted, 0);
+}
+
 /* Wait falls: kept, the window stays. */
 static void test_better_is_kept(void **unused) {
         _cleanup_policy_state_ PolicyState *state = NULL;
@@ -230,6 +262,7 @@ int main(void) {
                 cmocka_unit_test(test_pressure_reverts),
                 cmocka_unit_test(test_guard_off),
                 cmocka_unit_test(test_wait_per_cpu_received),
+                cmocka_unit_test(test_before_is_a_window),
                 cmocka_unit_test(test_sticky_guard),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

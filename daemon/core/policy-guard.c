@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <inttypes.h>
 
+#include "ewma.h"
 #include "policy-internal.h"
 
 /* The guard (DESIGN.md 1.4): every set_* opened an experiment with the
@@ -130,6 +131,27 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
         return 0;
 }
 
+/* The running means a cgroup-wide experiment starts from: a half-life of
+ * half the guard's window weighs about that window's ticks. They hold still
+ * while a cgroup-wide experiment runs, so that the next one starts from the
+ * cgroup as it is without steerd's trial. */
+static void observe(PolicyCtx *ctx, CgroupState *c) {
+        double wait = cgroup_wait(c->sample), util = cgroup_util(c->sample);
+        double alpha = ewma_alpha(ctx->snap->period_us, ctx->settings->guard_window_ms * USEC_PER_MSEC / 2);
+
+        if (c->recent_primed && (c->window.exp.active || c->home.exp.active))
+                return;
+
+        if (!c->recent_primed || ctx->snap->period_us == 0) {
+                c->recent_wait = wait;
+                c->recent_util = util;
+                c->recent_primed = true;
+                return;
+        }
+        c->recent_wait = ewma_update(c->recent_wait, wait, alpha);
+        c->recent_util = ewma_update(c->recent_util, util, alpha);
+}
+
 int policy_guard(PolicyCtx *ctx) {
         int r;
 
@@ -137,6 +159,7 @@ int policy_guard(PolicyCtx *ctx) {
                 CgroupState *c = ctx->by_sample[i];
                 if (!c)
                         continue;
+                observe(ctx, c);
 
                 r = verdict(ctx, c, NULL, &c->home, ACTION_POLICY_BALANCE);
                 if (r >= 0)

@@ -73,6 +73,12 @@ typedef struct CgroupState {
         uint64_t window_short_since_us; /* overloaded and the window too small since; 0: it is not */
         Departure left;                 /* its last whole-cgroup balance move */
         Backoff backoff[N_LAYER_POLICIES];
+        /* Σ wait and Σ util of its threads averaged over about the last
+         * GuardWindowMs: a window's "before" (DESIGN.md 1.4: "the same
+         * figures before the change"), not one tick's, which is as noisy
+         * as a tick and often caught mid ramp-up. */
+        double recent_wait, recent_util;
+        bool recent_primed;
         ThreadState *threads; /* sorted by (tid, starttime) */
         size_t n_threads;
 

@@ -210,6 +210,9 @@ void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c,
         if (t) {
                 wait = t->sample->wait;
                 util = t->sample->util;
+        } else if (c->recent_primed) {
+                wait = c->recent_wait;
+                util = c->recent_util;
         } else
                 for (size_t i = 0; i < c->sample->n_threads; i++) {
                         wait += c->sample->threads[i].wait;
