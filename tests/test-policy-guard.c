@@ -107,6 +107,40 @@ static void test_before_is_a_window(void **unused) {
         assert_int_equal(c.reverted, 0);
 }
 
+/* An overloaded LLC and a cgroup whose load is ramping up: no window until
+ * its CPU use settles (within 25% of its mean over about GuardWindowMs);
+ * then one, sized from the settled demand. */
+static void test_window_waits_for_settled_load(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        unsigned opened = 0;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned tick = 0; tick < 40 && !opened; tick++) {
+                /* per thread: 0 (the sampler's first figure for a thread), 100,
+                 * ... 500 from tick 5 */
+                double util = MIN(tick * 100.0, 500.0);
+                _cleanup_(snapshot_freep) Snapshot *s = topo_new(1, 4, 2, tick * TICK_US);
+                topo_set_llc(s, 0, 1000, 1000);
+                size_t cg = topo_add_cgroup(s, "/g", CGROUP_POLICY_LATENCY, NULL);
+                topo_add_thread(s, cg, 11, 1, 0, util, 50);
+                topo_add_thread(s, cg, 12, 1, 1, util, 50);
+                topo_finish(s);
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                dump_plan(plan, tick);
+                const Action *a = plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/g", 0);
+                if (a) {
+                        opened = tick;
+                        assert_non_null(strstr(a->reason, "demand 1000"));
+                }
+        }
+        /* Steady from tick 5; the mean (half-life 500 ms) is within 25% of
+         * it some ticks later, not at once. */
+        assert_true(opened > 5);
+        assert_true(opened < 20);
+}
+
 /* Wait falls: kept, the window stays. */
 static void test_better_is_kept(void **unused) {
         _cleanup_policy_state_ PolicyState *state = NULL;
@@ -263,6 +297,7 @@ int main(void) {
                 cmocka_unit_test(test_guard_off),
                 cmocka_unit_test(test_wait_per_cpu_received),
                 cmocka_unit_test(test_before_is_a_window),
+                cmocka_unit_test(test_window_waits_for_settled_load),
                 cmocka_unit_test(test_sticky_guard),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <inttypes.h>
+#include <math.h>
 
 #include "ewma.h"
 #include "policy-internal.h"
@@ -150,6 +151,18 @@ static void observe(PolicyCtx *ctx, CgroupState *c) {
         }
         c->recent_wait = ewma_update(c->recent_wait, wait, alpha);
         c->recent_util = ewma_update(c->recent_util, util, alpha);
+}
+
+bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c) {
+        double now = cgroup_util(c->sample), floor = ctx->settings->guard_wait_floor * c->sample->n_threads;
+
+        /* The first observation is its own mean. That is no hole: the
+         * sampler starts a thread it has not seen before at util 0, so a
+         * cgroup opted in under load, or a workload starting in an
+         * opted-in cgroup, ramps up from 0 here too. */
+        if (!c->recent_primed)
+                return false;
+        return fabs(now - c->recent_util) * 100 <= POLICY_SETTLE_PERCENT * MAX(MAX(now, c->recent_util), floor);
 }
 
 int policy_guard(PolicyCtx *ctx) {

@@ -137,6 +137,14 @@ int policy_state_sync(PolicyCtx *ctx);
  * mode (DESIGN.md 4), observe decides as latency. */
 bool policy_enabled(const Settings *settings, CgroupPolicy cgroup_policy, ActionPolicy policy);
 
+/* A cgroup's CPU use is settled when this tick's is within this share of its
+ * mean over about the last GuardWindowMs. A new window waits for it: one
+ * opened while a workload ramps up is sized from the ramp and judged
+ * against it (measured: every window placed in the first second of the
+ * four-cgroup hackbench was reverted, util 40-70 before, 400-500 after). */
+#define POLICY_SETTLE_PERCENT 25
+bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c);
+
 uint64_t policy_residency_us(const Settings *settings);
 
 /* Masks. "base" is what the subject had before steerd (recorded, or as

@@ -291,6 +291,7 @@ static int window_llc(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, C
                 if (c->window.mask && !held)
                         continue;
                 if (!held && (!llc->overloaded || policy_cgroup_holds_thread_homes(c) ||
+                              !policy_cgroup_settled(ctx, c) ||
                               homes[i].llc != policy_llc_index(ctx, llc) ||
                               !(homes[i].in_home * 2 > homes[i].demand)))
                         continue;
