@@ -141,6 +141,30 @@ static void test_window_waits_for_settled_load(void **unused) {
         assert_true(opened < 20);
 }
 
+/* The cgroup's load grows five-fold during the trial (its workload starts):
+ * its wait grows with it, which says nothing about the window. The trial
+ * starts over from the new figures instead of reverting, and is kept. */
+static void test_ramp_restarts_the_trial(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned tick = 0; tick < 30; tick++) {
+                _cleanup_plan_ Plan *plan = NULL;
+                _cleanup_(snapshot_freep) Snapshot *s =
+                        guard_snapshot_util(tick, tick == 0 ? 20 : 300, tick == 0 ? 100 : 500, 0);
+                plan = decide_checked(s, &st, state);
+                dump_plan(plan, tick);
+                assert_int_equal(plan->n_actions, tick == 0);
+        }
+        PolicyCounters c;
+        policy_state_counters(state, &c);
+        assert_int_equal(c.applied, 1);
+        assert_int_equal(c.reverted, 0);
+        assert_int_equal(c.kept, 1);
+}
+
 /* Wait falls: kept, the window stays. */
 static void test_better_is_kept(void **unused) {
         _cleanup_policy_state_ PolicyState *state = NULL;
@@ -298,6 +322,7 @@ int main(void) {
                 cmocka_unit_test(test_wait_per_cpu_received),
                 cmocka_unit_test(test_before_is_a_window),
                 cmocka_unit_test(test_window_waits_for_settled_load),
+                cmocka_unit_test(test_ramp_restarts_the_trial),
                 cmocka_unit_test(test_sticky_guard),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,9 @@
  * for that cgroup, GuardWindowMs * 2^n after the n-th revert in a row, capped
  * at GuardBackoffMax * GuardWindowMs. Otherwise kept, and the backoff resets. */
 
+/* Load this many times the before-figure makes a trial inconclusive. */
+#define GUARD_RAMP_FACTOR 2.0
+
 static double cgroup_wait(const CgroupSample *cg) {
         double w = 0;
 
@@ -94,6 +97,26 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
         }
         if (ctx->now_us < e->end_us || e->n_samples == 0)
                 return 0;
+
+        /* The subject's load grew several-fold under the trial (a workload
+         * starting): its wait grew with it, whatever the change did, and
+         * before/after says nothing. The trial starts over from what it is
+         * now; a window too small for the new load grows on its own
+         * (DESIGN.md 1.1), that is not the guard's to catch. */
+        double floor = ctx->settings->guard_wait_floor * e->n_threads;
+        double util_after = e->sum_util / e->n_samples;
+        if (util_after > GUARD_RAMP_FACTOR * MAX(e->before_util, floor)) {
+                *e = (Experiment){
+                        .active = true,
+                        .start_us = ctx->now_us,
+                        .end_us = ctx->now_us + ctx->settings->guard_window_ms * USEC_PER_MSEC,
+                        .before_wait = e->sum_wait / e->n_samples,
+                        .before_util = util_after,
+                        .before_pressure = e->sum_pressure / e->n_samples,
+                        .n_threads = e->n_threads,
+                };
+                return 0;
+        }
 
         r = judge(ctx, e, !t, p, &why);
         if (r < 0)
