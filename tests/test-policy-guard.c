@@ -37,6 +37,7 @@ static void test_worse_reverts_and_backs_off(void **unused) {
         Settings st;
 
         settings_latency(&st);
+        st.guard_percent = 10; /* the figures here are sized for 10% */
         assert_int_equal(policy_state_new(&state), 0);
         for (unsigned tick = 0; tick < 90; tick++) {
                 /* After each window the threads wait 300 each: Σ 600 against
@@ -84,6 +85,7 @@ static void test_before_is_a_window(void **unused) {
         Settings st;
 
         settings_latency(&st);
+        st.guard_percent = 10; /* the figures here are sized for 10% */
         assert_int_equal(policy_state_new(&state), 0);
         for (unsigned tick = 0; tick < 40; tick++) {
                 double wait = tick < 20 ? 50 : tick == 20 ? 5 : 55;
@@ -116,6 +118,7 @@ static void test_window_waits_for_settled_load(void **unused) {
         Settings st;
 
         settings_latency(&st);
+        st.guard_percent = 10; /* the figures here are sized for 10% */
         assert_int_equal(policy_state_new(&state), 0);
         for (unsigned tick = 0; tick < 40 && !opened; tick++) {
                 /* per thread: 0 (the sampler's first figure for a thread), 100,
@@ -149,6 +152,7 @@ static void test_ramp_restarts_the_trial(void **unused) {
         Settings st;
 
         settings_latency(&st);
+        st.guard_percent = 10; /* the figures here are sized for 10% */
         assert_int_equal(policy_state_new(&state), 0);
         for (unsigned tick = 0; tick < 30; tick++) {
                 _cleanup_plan_ Plan *plan = NULL;
@@ -165,12 +169,33 @@ static void test_ramp_restarts_the_trial(void **unused) {
         assert_int_equal(c.kept, 1);
 }
 
+/* At the default GuardPercent (50), a window after which the threads wait
+ * twice as long per CPU received is undone; 1.4 times is kept. */
+static void test_default_percent(void **unused) {
+        for (int worse = 0; worse <= 1; worse++) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                bool reverted = false;
+                Settings st;
+
+                settings_latency(&st);
+                assert_int_equal(st.guard_percent, 50);
+                assert_int_equal(policy_state_new(&state), 0);
+                for (unsigned tick = 0; tick <= 10; tick++) {
+                        double wait = tick == 0 ? 100 : worse ? 200 : 140;
+                        _cleanup_plan_ Plan *plan = guard_step(state, &st, tick, wait, 0);
+                        reverted |= plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/g", 0) != NULL;
+                }
+                assert_int_equal(reverted, worse);
+        }
+}
+
 /* Wait falls: kept, the window stays. */
 static void test_better_is_kept(void **unused) {
         _cleanup_policy_state_ PolicyState *state = NULL;
         Settings st;
 
         settings_latency(&st);
+        st.guard_percent = 10; /* the figures here are sized for 10% */
         assert_int_equal(policy_state_new(&state), 0);
         for (unsigned tick = 0; tick < 30; tick++) {
                 _cleanup_plan_ Plan *plan = guard_step(state, &st, tick, tick == 0 ? 50 : 10, 0);
@@ -189,6 +214,7 @@ static void test_noise_is_kept(void **unused) {
         Settings st;
 
         settings_latency(&st);
+        st.guard_percent = 10; /* the figures here are sized for 10% */
         assert_int_equal(policy_state_new(&state), 0);
         for (unsigned tick = 0; tick < 12; tick++) {
                 /* Σ 2 x 64 = 128 <= 130 */
@@ -206,6 +232,7 @@ static void test_pressure_reverts(void **unused) {
         Settings st;
 
         settings_latency(&st);
+        st.guard_percent = 10; /* the figures here are sized for 10% */
         assert_int_equal(policy_state_new(&state), 0);
         for (unsigned tick = 0; tick <= 10; tick++) {
                 _cleanup_plan_ Plan *plan = guard_step(state, &st, tick, 50, tick == 0 ? 2.0 : 20.0);
@@ -238,6 +265,7 @@ static void test_wait_per_cpu_received(void **unused) {
                 bool reverted = false;
 
                 settings_latency(&st);
+        st.guard_percent = 10; /* the figures here are sized for 10% */
                 assert_int_equal(policy_state_new(&state), 0);
                 for (unsigned tick = 0; tick <= 10; tick++) {
                         _cleanup_(snapshot_freep) Snapshot *s =
@@ -257,6 +285,7 @@ static void test_guard_off(void **unused) {
         Settings st;
 
         settings_latency(&st);
+        st.guard_percent = 10; /* the figures here are sized for 10% */
         st.guard_window_ms = 0;
         assert_int_equal(policy_state_new(&state), 0);
         for (unsigned tick = 0; tick < 30; tick++) {
@@ -288,6 +317,7 @@ static void test_sticky_guard(void **unused) {
         Settings st;
 
         settings_latency(&st);
+        st.guard_percent = 10; /* the figures here are sized for 10% */
         assert_int_equal(policy_state_new(&state), 0);
         for (unsigned tick = 0; tick < 40; tick++) {
                 /* 5 before the pin, 40 after: > 5 x 110% + 10, < 51 (no release). */
@@ -323,6 +353,7 @@ int main(void) {
                 cmocka_unit_test(test_before_is_a_window),
                 cmocka_unit_test(test_window_waits_for_settled_load),
                 cmocka_unit_test(test_ramp_restarts_the_trial),
+                cmocka_unit_test(test_default_percent),
                 cmocka_unit_test(test_sticky_guard),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -59,7 +59,7 @@ void settings_init_defaults(Settings *s) {
         s->max_moves_per_tick = 4;
         s->min_residency_ms = 1000;
         s->guard_window_ms = 1000;
-        s->guard_percent = 10;
+        s->guard_percent = 50;
         s->window_widen_scan_percent = 75;
         s->balance_min_wait = 20;
         s->guard_wait_floor = 10;
