@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <sched.h>
 #include <sys/resource.h>
 
 #include "log.h"
@@ -17,6 +18,18 @@ static void bump_nofile_limit(void) {
                 log_full_errno(LOG_DEBUG, errno, "Cannot raise the soft limit of open files");
 }
 
+/* SCHED_BATCH: steerd's wakeups never preempt a running task, so its tick
+ * waits for the end of a slice instead of landing in the wakeup latency of
+ * the very latency-sensitive threads it steers (measured: cyclictest p99
+ * 10% worse beside steerd observe on a saturated 2-CPU machine). It keeps
+ * its fair share: a loaded host delays a tick by a slice, not more. */
+static void become_batch(void) {
+        struct sched_param p = {};
+
+        if (sched_setscheduler(0, SCHED_BATCH, &p) < 0)
+                log_full_errno(LOG_DEBUG, errno, "Cannot switch to SCHED_BATCH");
+}
+
 int run_daemon(const Args *args, Config *config) {
         _cleanup_(manager_freep) Manager *m = NULL;
         int r;
@@ -24,6 +37,7 @@ int run_daemon(const Args *args, Config *config) {
         if (geteuid() != 0)
                 log_warning("Not running as root: threads of other users cannot be steered.");
         bump_nofile_limit();
+        become_batch();
         r = manager_new(args, config, &m);
         if (r < 0)
                 return r;

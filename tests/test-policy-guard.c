@@ -157,7 +157,7 @@ static void test_ramp_restarts_the_trial(void **unused) {
         for (unsigned tick = 0; tick < 30; tick++) {
                 _cleanup_plan_ Plan *plan = NULL;
                 _cleanup_(snapshot_freep) Snapshot *s =
-                        guard_snapshot_util(tick, tick == 0 ? 20 : 300, tick == 0 ? 100 : 500, 0);
+                        guard_snapshot_util(tick, tick == 0 ? 20 : 300, tick == 0 ? 150 : 500, 0);
                 plan = decide_checked(s, &st, state);
                 dump_plan(plan, tick);
                 assert_int_equal(plan->n_actions, tick == 0);
@@ -184,6 +184,36 @@ static void test_default_percent(void **unused) {
                         double wait = tick == 0 ? 100 : worse ? 200 : 140;
                         _cleanup_plan_ Plan *plan = guard_step(state, &st, tick, wait, 0);
                         reverted |= plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/g", 0) != NULL;
+                }
+                assert_int_equal(reverted, worse);
+        }
+}
+
+/* Ten threads at util 30 each: the wait noise floor is a quarter of the
+ * CPU they received (75), not 10 per thread (100). Wait 50 -> 160 is undone
+ * (> 50 x 150% + 75), 50 -> 140 is kept. */
+static void test_floor_follows_util(void **unused) {
+        for (int worse = 0; worse <= 1; worse++) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                bool reverted = false;
+                Settings st;
+
+                settings_latency(&st);
+                assert_int_equal(policy_state_new(&state), 0);
+                for (unsigned tick = 0; tick <= 10; tick++) {
+                        double wait = tick == 0 ? 5 : worse ? 16 : 14;
+                        _cleanup_(snapshot_freep) Snapshot *s = topo_new(1, 4, 2, tick * TICK_US);
+                        topo_set_llc(s, 0, 1000, 1000);
+                        size_t cg = topo_add_cgroup(s, "/g", CGROUP_POLICY_LATENCY, NULL);
+                        for (unsigned k = 0; k < 10; k++)
+                                topo_add_thread(s, cg, (pid_t) (100 + k), 1, (int) (k % 8), 30, wait);
+                        topo_finish(s);
+                        _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                        dump_plan(plan, tick);
+                        const Action *r = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/g", 0);
+                        if (r)
+                                assert_non_null(strstr(r->reason, "floor 75"));
+                        reverted |= r != NULL;
                 }
                 assert_int_equal(reverted, worse);
         }
@@ -265,7 +295,7 @@ static void test_wait_per_cpu_received(void **unused) {
                 bool reverted = false;
 
                 settings_latency(&st);
-        st.guard_percent = 10; /* the figures here are sized for 10% */
+                st.guard_percent = 10; /* the figures here are sized for 10% */
                 assert_int_equal(policy_state_new(&state), 0);
                 for (unsigned tick = 0; tick <= 10; tick++) {
                         _cleanup_(snapshot_freep) Snapshot *s =
@@ -354,6 +384,7 @@ int main(void) {
                 cmocka_unit_test(test_window_waits_for_settled_load),
                 cmocka_unit_test(test_ramp_restarts_the_trial),
                 cmocka_unit_test(test_default_percent),
+                cmocka_unit_test(test_floor_follows_util),
                 cmocka_unit_test(test_sticky_guard),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

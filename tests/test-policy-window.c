@@ -92,6 +92,35 @@ static void test_epyc_scan_term_and_min_cores(void **unused) {
         }
 }
 
+/* A cgroup with less work than a quarter of a CPU gets no window in an
+ * overloaded LLC (its threads would queue behind others on the window's
+ * cores); from there on it does. */
+static void test_light_cgroup_no_window(void **unused) {
+        Settings st;
+
+        settings_latency(&st);
+        for (unsigned demand = 100; demand <= 300; demand += 100) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                _cleanup_(snapshot_freep) Snapshot *s = epyc(0);
+                _cleanup_plan_ Plan *plan = NULL;
+
+                topo_set_llc(s, 0, 1000, 1000);
+                size_t cg = topo_add_cgroup(s, "/light", CGROUP_POLICY_LATENCY, NULL);
+                topo_add_thread(s, cg, 7, 1, 0, demand / 2.0, 0);
+                topo_add_thread(s, cg, 8, 1, 2, demand / 2.0, 0);
+                topo_finish(s);
+                assert_true(s->llcs[0].overloaded);
+                assert_int_equal(policy_state_new(&state), 0);
+                plan = decide_checked(s, &st, state);
+                dump_plan(plan, 0);
+                const Action *a = plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/light", 0);
+                if (demand < 256)
+                        assert_null(a);
+                else
+                        assert_non_null(a);
+        }
+}
+
 /* Never more than the cgroup is allowed; a window of everything it may use is
  * no window. */
 static void test_epyc_window_capped(void **unused) {
@@ -324,6 +353,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_epyc_90_window),
                 cmocka_unit_test(test_epyc_scan_term_and_min_cores),
+                cmocka_unit_test(test_light_cgroup_no_window),
                 cmocka_unit_test(test_epyc_window_capped),
                 cmocka_unit_test(test_epyc_50_no_window),
                 cmocka_unit_test(test_epyc_hysteresis),

@@ -13,6 +13,9 @@
  * for that cgroup, GuardWindowMs * 2^n after the n-th revert in a row, capped
  * at GuardBackoffMax * GuardWindowMs. Otherwise kept, and the backoff resets. */
 
+/* The wait noise floor is at most this share of the util before. */
+#define GUARD_FLOOR_UTIL_SHARE 0.25
+
 /* Load this many times the before-figure makes a trial inconclusive. */
 #define GUARD_RAMP_FACTOR 2.0
 
@@ -55,7 +58,14 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
          * the floor, so that an idle phase cannot blow the ratio up. */
         double util_after = e->sum_util / e->n_samples;
         double wait = e->sum_wait / e->n_samples * MAX(e->before_util, floor) / MAX(util_after, floor);
-        double wait_limit = e->before_wait * k + floor;
+        /* The noise the wait may grow by: GuardWaitFloor per thread, but no
+         * more than a quarter of the CPU the threads received. A light
+         * cgroup (two cyclictest threads, util 50 in all) has a per-thread
+         * floor larger than its whole wait: measured, a window that made
+         * its p99 latency 3x worse raised its wait from 11 to ~40, under
+         * 11 x 150% + 30. */
+        double wait_floor = MAX(MIN(floor, GUARD_FLOOR_UTIL_SHARE * e->before_util), st->guard_wait_floor);
+        double wait_limit = e->before_wait * k + wait_floor;
         double pressure_limit = e->before_pressure * k + st->guard_pressure_floor;
 
         *ret = NULL;
@@ -65,7 +75,7 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
                              "before "
                              "%.0f x %.0f%% + floor %.0f, over %" PRIu64 " ms",
                              action_policy_to_string(p), wait, e->before_util, util_after, e->before_wait,
-                             k * 100, floor, st->guard_window_ms) < 0)
+                             k * 100, wait_floor, st->guard_window_ms) < 0)
                         return -ENOMEM;
         } else if (cgroup_wide && pressure > pressure_limit) {
                 /* Pressure is the cgroup's: it judges only cgroup-wide changes,
