@@ -108,8 +108,10 @@ static int check_thread_residency(const Settings *settings, const CgroupState *c
 }
 
 int policy_check_action(const Snapshot *snap, const Settings *settings, const PolicyState *state,
-                        const Plan *prefix, const Action *a, uint64_t now_us, char **ret_reason) {
-        _cleanup_cpuset_ CpuSet online = NULL, allowed = NULL, strict = NULL;
+                        const Plan *prefix, const Action *a, hwloc_const_bitmap_t online_cpus, uint64_t now_us,
+                        char **ret_reason) {
+        _cleanup_cpuset_ CpuSet own_online = NULL, allowed = NULL, strict = NULL;
+        hwloc_const_bitmap_t online = online_cpus;
         const CgroupSample *cg;
         const ThreadSample *ts = NULL;
         const CgroupState *cs;
@@ -139,7 +141,7 @@ int policy_check_action(const Snapshot *snap, const Settings *settings, const Po
         }
 
         for (size_t i = 0; i < prefix->n_actions; i++)
-                if (streq(prefix->actions[i].cgroup, a->cgroup) && prefix->actions[i].tid == a->tid)
+                if (prefix->actions[i].tid == a->tid && streq(prefix->actions[i].cgroup, a->cgroup))
                         return fail(ret_reason, "second action for %s%s%.0d in one plan", a->cgroup,
                                     a->tid ? "/" : "", (int) a->tid);
 
@@ -162,9 +164,12 @@ int policy_check_action(const Snapshot *snap, const Settings *settings, const Po
         /* Masks: never empty, within what the cgroup (and the thread) allow
          * and online. A restore whose original CPUs are all gone falls back
          * to the cgroup's allowed CPUs, as the kernel itself would. */
-        r = snapshot_online_cpus(snap, &online);
-        if (r < 0)
-                return r;
+        if (!online) {
+                r = snapshot_online_cpus(snap, &own_online);
+                if (r < 0)
+                        return r;
+                online = own_online;
+        }
         allowed = hwloc_bitmap_alloc();
         strict = hwloc_bitmap_alloc();
         if (!allowed || !strict)
@@ -226,15 +231,20 @@ int policy_check_action(const Snapshot *snap, const Settings *settings, const Po
 
 int policy_check_plan(const Snapshot *snap, const Settings *settings, const PolicyState *state_before,
                       const Plan *plan, uint64_t now_us, char **ret_reason) {
+        _cleanup_cpuset_ CpuSet online = NULL;
+        int r;
+
         if (!snap || !settings || !plan)
                 return -EINVAL;
+        r = snapshot_online_cpus(snap, &online);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < plan->n_actions; i++) {
                 const Plan prefix = {.actions = plan->actions, .n_actions = i};
                 _cleanup_(freep) char *why = NULL;
-                int r;
 
-                r = policy_check_action(snap, settings, state_before, &prefix, &plan->actions[i], now_us,
+                r = policy_check_action(snap, settings, state_before, &prefix, &plan->actions[i], online, now_us,
                                         ret_reason ? &why : NULL);
                 if (r < 0)
                         return r;

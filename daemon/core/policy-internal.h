@@ -202,8 +202,11 @@ void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c,
 /* The per-action invariant check shared by the engine and policy_check_plan():
  * prefix is the plan before the action. 0 ok, 1 violation (reason set),
  * negative errno on failure. */
+/* online: the snapshot's online CPUs when the caller has them (NULL: computed
+ * here; a tick of sticky pins checks thousands of actions). */
 int policy_check_action(const Snapshot *snap, const Settings *settings, const PolicyState *state,
-                        const Plan *prefix, const Action *a, uint64_t now_us, char **ret_reason);
+                        const Plan *prefix, const Action *a, hwloc_const_bitmap_t online, uint64_t now_us,
+                        char **ret_reason);
 
 const CgroupState *policy_state_find_cgroup(const PolicyState *s, const char *path);
 const ThreadState *policy_cgroup_state_find_thread(const CgroupState *c, pid_t tid, uint64_t starttime);
