@@ -1,0 +1,17 @@
+set terminal pngcairo size 1500,600 font "sans,10" noenhanced
+set output "migrations.png"
+set multiplot layout 1,2 title "cpu-migrations and context switches (perf stat -a): ratio to kernel default, median with min..max"
+set style data histogram
+set style histogram errorbars gap 1 lw 1
+set style fill solid 0.6 border -1
+set logscale y
+set grid ytics
+set key top left
+set xtics rotate by -20
+set title "cpu-migrations ratio (log scale)"
+set ylabel "ratio to kernel default"
+plot "counts.dat" using 2:3:4:xtic(1) title "observe", "counts.dat" using 5:6:7 title "latency", "counts.dat" using 8:9:10 title "balanced", "counts.dat" using 11:12:13 title "static", 1 with lines lc rgb "black" notitle
+set title "context switches ratio (log scale)"
+set ylabel "ratio to kernel default"
+plot "counts.dat" using 14:15:16:xtic(1) title "observe", "counts.dat" using 17:18:19 title "latency", "counts.dat" using 20:21:22 title "balanced", "counts.dat" using 23:24:25 title "static", 1 with lines lc rgb "black" notitle
+unset multiplot
