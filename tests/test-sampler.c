@@ -306,11 +306,12 @@ static void write_sched_debug(const Fixture *f, unsigned extra, int decayed, boo
 
         assert_non_null(text);
         for (unsigned i = 0; i < N_CPUS && !garbage; i++) {
-                len += (size_t) snprintf(text + len, size - len, "cpu#%u, 2300.000 MHz\n  .nr_running : 1\n\n", i);
+                len += (size_t) snprintf(text + len, size - len,
+                                         "cpu#%u, 2300.000 MHz\n  .nr_running : 1\n\n", i);
                 if ((int) i != decayed)
                         len += (size_t) snprintf(text + len, size - len,
-                                                 "cfs_rq[%u]:/\n  .util_avg : 100\n  .runnable_avg : %u\n\n", i,
-                                                 100 + extra);
+                                                 "cfs_rq[%u]:/\n  .util_avg : 100\n  .runnable_avg : %u\n\n",
+                                                 i, 100 + extra);
         }
         if (garbage)
                 snprintf(text, size, "cpu#0, 2300.000 MHz\ncfs_rq[0]:/\n  .util_avg : lots\n");
@@ -530,8 +531,8 @@ static void test_live_kept_fds(void **state) {
         for (size_t i = 0; i < 2; i++) {
                 const ThreadSample *ts = &s->cgroups[0].threads[i];
                 bool busy = ts->tid == t[0].tid;
-                print_message("tid %d (%s): util %.0f wait %.0f cpu %d\n", (int) ts->tid, busy ? "busy" : "sleeping",
-                              ts->util, ts->wait, ts->cpu);
+                print_message("tid %d (%s): util %.0f wait %.0f cpu %d\n", (int) ts->tid,
+                              busy ? "busy" : "sleeping", ts->util, ts->wait, ts->cpu);
                 assert_true(ts->cpu >= 0);
                 assert_non_null(ts->allowed);
                 /* on a loaded 2-CPU machine the spinner still gets a good share */

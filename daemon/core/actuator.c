@@ -536,8 +536,8 @@ static const OptedIn *action_target(ActCtx *c, const Action *act, const CgroupSa
         /* DESIGN.md 5.1: nothing outside the opted-in cgroups. */
         cg = opted_in_find(c->a, act->cgroup);
         if (!cg) {
-                log_warning("cgroup %s%s%.0d: not opted in; %s %s refused", act->cgroup, act->tid ? " tid " : "",
-                            (int) act->tid, action_policy_to_string(act->policy),
+                log_warning("cgroup %s%s%.0d: not opted in; %s %s refused", act->cgroup,
+                            act->tid ? " tid " : "", (int) act->tid, action_policy_to_string(act->policy),
                             action_kind_to_string(act->kind));
                 c->rep.failed++;
                 return NULL;
@@ -569,7 +569,8 @@ static int apply_thread_run(ActCtx *c, const Plan *plan, size_t from, size_t to)
         for (size_t i = from; i < to && r >= 0; i++) {
                 const Action *act = &plan->actions[i];
                 if (prep[i - from].go)
-                        r = act_finish_thread_action(c, opted_in_find(c->a, act->cgroup), act, &prep[i - from]);
+                        r = act_finish_thread_action(c, opted_in_find(c->a, act->cgroup), act,
+                                                     &prep[i - from]);
         }
         for (size_t i = from; i < to; i++)
                 act_prepared_done(&prep[i - from]);

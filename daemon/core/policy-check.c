@@ -108,8 +108,8 @@ static int check_thread_residency(const Settings *settings, const CgroupState *c
 }
 
 int policy_check_action(const Snapshot *snap, const Settings *settings, const PolicyState *state,
-                        const Plan *prefix, const Action *a, hwloc_const_bitmap_t online_cpus, uint64_t now_us,
-                        char **ret_reason) {
+                        const Plan *prefix, const Action *a, hwloc_const_bitmap_t online_cpus,
+                        uint64_t now_us, char **ret_reason) {
         _cleanup_cpuset_ CpuSet own_online = NULL, allowed = NULL, strict = NULL;
         hwloc_const_bitmap_t online = online_cpus;
         const CgroupSample *cg;
@@ -244,8 +244,8 @@ int policy_check_plan(const Snapshot *snap, const Settings *settings, const Poli
                 const Plan prefix = {.actions = plan->actions, .n_actions = i};
                 _cleanup_(freep) char *why = NULL;
 
-                r = policy_check_action(snap, settings, state_before, &prefix, &plan->actions[i], online, now_us,
-                                        ret_reason ? &why : NULL);
+                r = policy_check_action(snap, settings, state_before, &prefix, &plan->actions[i], online,
+                                        now_us, ret_reason ? &why : NULL);
                 if (r < 0)
                         return r;
                 if (r > 0) {

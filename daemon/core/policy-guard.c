@@ -195,7 +195,8 @@ bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c) {
          * opted-in cgroup, ramps up from 0 here too. */
         if (!c->recent_primed)
                 return false;
-        return fabs(now - c->recent_util) * 100 <= POLICY_SETTLE_PERCENT * MAX(MAX(now, c->recent_util), floor);
+        return fabs(now - c->recent_util) * 100 <=
+               POLICY_SETTLE_PERCENT * MAX(MAX(now, c->recent_util), floor);
 }
 
 int policy_guard(PolicyCtx *ctx) {

@@ -165,8 +165,8 @@ int policy_emit(PolicyCtx *ctx, ActionKind kind, ActionPolicy policy, CgroupStat
                 .cpus = (CpuSet) cpus,
                 .reason = reason,
         };
-        r = policy_check_action(ctx->snap, ctx->settings, ctx->state, ctx->plan, &a, ctx->online, ctx->now_us,
-                                &why);
+        r = policy_check_action(ctx->snap, ctx->settings, ctx->state, ctx->plan, &a, ctx->online,
+                                ctx->now_us, &why);
         if (r < 0)
                 return r;
         if (r > 0) {

@@ -33,8 +33,8 @@ typedef struct ThreadPrev {
          * pread(). The descriptors pin the task: once it exits they give
          * ESRCH, never a reused tid's figures. -1 when not kept. */
         int stat_fd, schedstat_fd;
-        CpuSet allowed;   /* live: the mask at its last read, NULL */
-        uint64_t read_us; /* when its files were last read */
+        CpuSet allowed;          /* live: the mask at its last read, NULL */
+        uint64_t read_us;        /* when its files were last read */
         unsigned interval, skip; /* idle back-off, in ticks */
         bool fresh;              /* its files were read this tick */
 } ThreadPrev;
@@ -62,13 +62,12 @@ struct Sampler {
         size_t n_threads;
         size_t n_kept_fds, max_kept_fds; /* the descriptors of ThreadPrev */
 
-        bool live;               /* the root is "/": the threads are this host's */
-        bool runnable_needed;    /* false: skip the dear runnable sources */
-        uint64_t n_samples;      /* for the files read only every few ticks */
-        uint64_t debugfs_read_us; /* when sched/debug was last read */
+        bool live;                 /* the root is "/": the threads are this host's */
+        bool runnable_needed;      /* false: skip the dear runnable sources */
+        uint64_t n_samples;        /* for the files read only every few ticks */
+        uint64_t debugfs_read_us;  /* when sched/debug was last read */
         unsigned debugfs_failures; /* malformed reads in a row */
 };
-
 
 static void thread_prev_close(Sampler *s, ThreadPrev *p) {
         if (p->stat_fd >= 0 || p->schedstat_fd >= 0)
@@ -121,8 +120,9 @@ int sampler_new(const RootDir *root, const Topology *topo, const Settings *setti
          * limit allows (the daemon raises it to the hard limit at start). */
         struct rlimit rl;
         if (s->live && getrlimit(RLIMIT_NOFILE, &rl) >= 0)
-                s->max_kept_fds = rl.rlim_cur == RLIM_INFINITY ? SAMPLER_MAX_KEPT_FDS
-                                                               : MIN((size_t) rl.rlim_cur / 4, SAMPLER_MAX_KEPT_FDS);
+                s->max_kept_fds = rl.rlim_cur == RLIM_INFINITY
+                                          ? SAMPLER_MAX_KEPT_FDS
+                                          : MIN((size_t) rl.rlim_cur / 4, SAMPLER_MAX_KEPT_FDS);
         log_debug("Runnable source: %s", runnable_source_to_string(s->source));
 
         *ret = TAKE_PTR(s);
@@ -256,7 +256,8 @@ static void thread_prev_move(ThreadPrev *n, ThreadPrev *p) {
  * where it was; and a thread that used under SAMPLER_IDLE_PERCENT of a CPU
  * (run and wait) since its last read is read every 2, 4, ... up to
  * SAMPLER_IDLE_MAX_TICKS ticks, its figures held in between. */
-static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint64_t now_us, ThreadPrev **ret) {
+static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint64_t now_us,
+                         ThreadPrev **ret) {
         char path[96], stat_text[1024], ss_text[128];
         int stat_fd = -EBADF, ss_fd = -EBADF;
         ThreadStat st = {.processor = -1};
@@ -295,7 +296,8 @@ static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint6
                 snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int) pid, (int) tid);
                 if (thread_schedstat_parse(ss_text, DISPLAY(s, path), &ss, NULL) < 0)
                         return 0;
-                if (ss.sum_exec_runtime_ns == p->exec_ns && ss.run_delay_ns == p->run_delay_ns && p->processor >= 0) {
+                if (ss.sum_exec_runtime_ns == p->exec_ns && ss.run_delay_ns == p->run_delay_ns &&
+                    p->processor >= 0) {
                         st.starttime = p->starttime;
                         st.processor = p->processor;
                 } else {
@@ -575,7 +577,8 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
                                         continue;
                                 return r;
                         }
-                        if (thread_status_parse_cpus_allowed(status, DISPLAY(s, tpath), &ts->allowed, NULL) < 0)
+                        if (thread_status_parse_cpus_allowed(status, DISPLAY(s, tpath), &ts->allowed, NULL) <
+                            0)
                                 continue;
                 }
                 if (!tp->allowed || !hwloc_bitmap_isequal(tp->allowed, ts->allowed)) {
@@ -656,7 +659,8 @@ static int runnable_raw(Sampler *s, const ProcStat *stat, ProcSchedstat *ret_sch
                 /* sched/debug lists every task of the host (236 KB, ~3 ms a read
                  * on a 2-CPU VM): read it every RunnableIntervalMs and hold each
                  * CPU's contention in between. */
-                if (s->have_prev && now_us - s->debugfs_read_us < s->settings.runnable_interval_ms * USEC_PER_MSEC) {
+                if (s->have_prev &&
+                    now_us - s->debugfs_read_us < s->settings.runnable_interval_ms * USEC_PER_MSEC) {
                         for (size_t i = 0; i < topo->n_cpus; i++)
                                 if (!isnan(util_raw[i]))
                                         raw[i] = util_raw[i] + s->cpus[i].contention;
@@ -686,8 +690,9 @@ static int runnable_raw(Sampler *s, const ProcStat *stat, ProcSchedstat *ret_sch
                  * runnable_avg above util_avg: add that to our util. */
                 for (size_t i = 0; i < topo->n_cpus; i++) {
                         const SchedDebugCpu *c = sched_debug_find(&sd, topo->cpus[i].cpu);
-                        s->cpus[i].contention =
-                                c && c->runnable_avg > c->util_avg ? (double) (c->runnable_avg - c->util_avg) : 0.0;
+                        s->cpus[i].contention = c && c->runnable_avg > c->util_avg
+                                                        ? (double) (c->runnable_avg - c->util_avg)
+                                                        : 0.0;
                         if (c && !isnan(util_raw[i]))
                                 raw[i] = util_raw[i] + s->cpus[i].contention;
                 }
