@@ -19,12 +19,30 @@ static bool mode_applies(Mode m) {
 
 static void log_plan(const Plan *plan, bool applied) {
         char buf[CPUSET_STRLEN];
+        unsigned pin = 0, release = 0;
+
         for (size_t i = 0; i < plan->n_actions; i++) {
                 const Action *a = &plan->actions[i];
-                log_struct(LOG_INFO, STEERD_MESSAGE_ACTION, "%s%s %s %s%s%.0d -> CPUs %s: %s",
-                           applied ? "" : "[observe] ", action_policy_to_string(a->policy),
-                           action_kind_to_string(a->kind), a->cgroup, a->tid ? " tid " : "", (int) a->tid,
-                           cpuset_to_string(a->cpus, buf, sizeof(buf)), a->reason ? a->reason : "");
+                bool sticky = a->policy == ACTION_POLICY_STICKY;
+                log_struct(sticky ? LOG_DEBUG : LOG_INFO, STEERD_MESSAGE_ACTION,
+                           "%s%s %s %s%s%.0d -> CPUs %s: %s", applied ? "" : "[observe] ",
+                           action_policy_to_string(a->policy), action_kind_to_string(a->kind), a->cgroup,
+                           a->tid ? " tid " : "", (int) a->tid, cpuset_to_string(a->cpus, buf, sizeof(buf)),
+                           a->reason ? a->reason : "");
+                /* As the actuator does: stickiness summed per cgroup. */
+                if (sticky && a->kind == ACTION_RESTORE)
+                        release++;
+                else if (sticky)
+                        pin++;
+                bool last = i + 1 == plan->n_actions || !streq(plan->actions[i + 1].cgroup, a->cgroup);
+                if (last && pin + release > 0) {
+                        log_struct(LOG_INFO, STEERD_MESSAGE_ACTION,
+                                   "%scgroup %s: sticky would pin %u thread%s, give %u back (each thread at "
+                                   "debug level)",
+                                   applied ? "" : "[observe] ", a->cgroup, pin, pin == 1 ? "" : "s",
+                                   release);
+                        pin = release = 0;
+                }
         }
 }
 

@@ -360,8 +360,12 @@ int act_finish_thread_action(ActCtx *c, const OptedIn *cg, const Action *act, Ac
         }
 
         c->rep.applied++;
+        /* Stickiness acts on hundreds of threads in a tick: one line per
+         * cgroup and tick sums them up (apply_thread_run()), each one is
+         * at debug level. */
+        int level = act->policy == ACTION_POLICY_STICKY ? LOG_DEBUG : LOG_INFO;
         if (!thread_layer_held(t, crec)) {
-                log_struct(LOG_INFO, STEERD_MESSAGE_RESTORE,
+                log_struct(level, STEERD_MESSAGE_RESTORE,
                            "cgroup %s tid %d: CPUs %s -> %s, given back (%s %s: %s)", cg->name, (int) t->tid,
                            cpuset_to_string(before, b1, sizeof(b1)),
                            cpuset_to_string(t->last_set, b2, sizeof(b2)),
@@ -370,7 +374,7 @@ int act_finish_thread_action(ActCtx *c, const OptedIn *cg, const Action *act, Ac
                 actuator_forget_thread(a, p->tid);
                 return 0;
         }
-        log_struct(LOG_INFO, STEERD_MESSAGE_ACTION, "cgroup %s tid %d: CPUs %s -> %s (%s %s: %s)", cg->name,
+        log_struct(level, STEERD_MESSAGE_ACTION, "cgroup %s tid %d: CPUs %s -> %s (%s %s: %s)", cg->name,
                    (int) t->tid, cpuset_to_string(before, b1, sizeof(b1)),
                    cpuset_to_string(t->last_set, b2, sizeof(b2)), action_policy_to_string(act->policy),
                    action_kind_to_string(act->kind), act->reason ?: "");

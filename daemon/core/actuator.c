@@ -566,11 +566,29 @@ static int apply_thread_run(ActCtx *c, const Plan *plan, size_t from, size_t to)
                         r = act_prepare_thread_action(c, cg, cs, &plan->actions[i], &prep[i - from]);
         }
         act_save_state(c->a);
+        unsigned pinned = 0, released = 0;
         for (size_t i = from; i < to && r >= 0; i++) {
                 const Action *act = &plan->actions[i];
+                unsigned applied = c->rep.applied;
                 if (prep[i - from].go)
                         r = act_finish_thread_action(c, opted_in_find(c->a, act->cgroup), act,
                                                      &prep[i - from]);
+                if (act->policy == ACTION_POLICY_STICKY && c->rep.applied > applied) {
+                        if (act->kind == ACTION_RESTORE)
+                                released++;
+                        else
+                                pinned++;
+                }
+                /* Stickiness summed per cgroup, once its actions end. */
+                bool last = i + 1 == to || !streq(plan->actions[i + 1].cgroup, act->cgroup);
+                if (last && pinned + released > 0) {
+                        log_struct(LOG_INFO, STEERD_MESSAGE_ACTION,
+                                   "cgroup %s: sticky pinned %u thread%s where %s last ran, gave %u back "
+                                   "(each thread at debug level)",
+                                   act->cgroup, pinned, pinned == 1 ? "" : "s", pinned == 1 ? "it" : "they",
+                                   released);
+                        pinned = released = 0;
+                }
         }
         for (size_t i = from; i < to; i++)
                 act_prepared_done(&prep[i - from]);

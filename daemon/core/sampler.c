@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
+#include <time.h>
 #include <sys/resource.h>
 
 #include "ewma.h"
@@ -67,6 +69,7 @@ struct Sampler {
         uint64_t n_samples;        /* for the files read only every few ticks */
         uint64_t debugfs_read_us;  /* when sched/debug was last read */
         unsigned debugfs_failures; /* malformed reads in a row */
+        uint64_t self_ns;          /* steerd's CPU time at the last sample */
 };
 
 static void thread_prev_close(Sampler *s, ThreadPrev *p) {
@@ -208,6 +211,32 @@ static bool vanished(int r) {
         return r == -ENOENT || r == -ESRCH || r == -ENOTDIR;
 }
 
+/* "/proc/PID/task/TID/NAME" into buf (THREAD_PATH_MAX): formatted for every
+ * sampled thread every tick, where snprintf() was a third of the sampler's
+ * instructions. */
+#define THREAD_PATH_MAX 96
+static char *append_uint(char *p, unsigned v) {
+        char tmp[12];
+        size_t n = 0;
+
+        do
+                tmp[n++] = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        while (n > 0)
+                *p++ = tmp[--n];
+        return p;
+}
+
+static void thread_path(char buf[static THREAD_PATH_MAX], pid_t pid, pid_t tid, const char *name) {
+        char *p = stpcpy(buf, "/proc/");
+        p = append_uint(p, (unsigned) pid);
+        p = stpcpy(p, "/task/");
+        p = append_uint(p, (unsigned) tid);
+        *p++ = '/';
+        assert(strlen(name) < 16);
+        strcpy(p, name);
+}
+
 /* Re-read a /proc file through a descriptor kept open: seq_file
  * regenerates it at offset 0. */
 static int pread_text(int fd, char *buf, size_t size) {
@@ -258,7 +287,7 @@ static void thread_prev_move(ThreadPrev *n, ThreadPrev *p) {
  * SAMPLER_IDLE_MAX_TICKS ticks, its figures held in between. */
 static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint64_t now_us,
                          ThreadPrev **ret) {
-        char path[96], stat_text[1024], ss_text[128];
+        char path[THREAD_PATH_MAX], stat_text[1024], ss_text[128];
         int stat_fd = -EBADF, ss_fd = -EBADF;
         ThreadStat st = {.processor = -1};
         ThreadSchedstat ss;
@@ -293,7 +322,7 @@ static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint6
                 }
         }
         if (kept) {
-                snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int) pid, (int) tid);
+                thread_path(path, pid, tid, "schedstat");
                 if (thread_schedstat_parse(ss_text, DISPLAY(s, path), &ss, NULL) < 0)
                         return 0;
                 if (ss.sum_exec_runtime_ns == p->exec_ns && ss.run_delay_ns == p->run_delay_ns &&
@@ -301,7 +330,7 @@ static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint6
                         st.starttime = p->starttime;
                         st.processor = p->processor;
                 } else {
-                        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
+                        thread_path(path, pid, tid, "stat");
                         r = pread_text(p->stat_fd, stat_text, sizeof(stat_text));
                         if (r < 0)
                                 return vanished(r) ? 0 : r;
@@ -310,14 +339,14 @@ static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint6
                 }
         } else {
                 bool keep = s->live && s->n_kept_fds + 2 <= s->max_kept_fds;
-                snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
+                thread_path(path, pid, tid, "stat");
                 r = open_thread_file(s, path, keep, stat_text, sizeof(stat_text), &stat_fd);
                 if (r < 0)
                         return vanished(r) ? 0 : r;
                 _cleanup_(closep) int stat_fd_owned = stat_fd;
                 if (thread_stat_parse(stat_text, DISPLAY(s, path), &st, NULL) < 0)
                         return 0;
-                snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int) pid, (int) tid);
+                thread_path(path, pid, tid, "schedstat");
                 r = open_thread_file(s, path, keep, ss_text, sizeof(ss_text), &ss_fd);
                 if (r < 0)
                         return vanished(r) ? 0 : r;
@@ -762,6 +791,33 @@ static int build_llcs(const Topology *topo, Snapshot *snap) {
         return 0;
 }
 
+/* steerd's own CPU time is no load to steer by: a tick that pins thousands
+ * of threads made their CPU look busy, which released every pin, which the
+ * next ticks pinned again (seen with 10,000 sleeping threads). On the live
+ * root, what steerd used since the last sample comes off the CPU it runs
+ * on now (one thread: close enough). */
+static void discount_self(Sampler *s, double *util_raw, uint64_t dt_us) {
+        struct timespec ts;
+        int cpu;
+
+        if (!s->live || clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
+                return;
+        uint64_t self_ns = (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+        uint64_t used_ns = self_ns - MIN(s->self_ns, self_ns);
+        s->self_ns = self_ns;
+        cpu = sched_getcpu();
+        if (dt_us == 0 || cpu < 0)
+                return;
+        const TopoCpu *tc = topology_cpu(s->topo, (unsigned) cpu);
+        if (!tc)
+                return;
+        size_t i = (size_t) (tc - s->topo->cpus);
+        if (!isnan(util_raw[i]))
+                util_raw[i] = MAX(util_raw[i] - (double) used_ns * SCHED_CAPACITY_SCALE /
+                                                        ((double) dt_us * NSEC_PER_USEC),
+                                  0.0);
+}
+
 int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups,
                    Snapshot **ret) {
         const Topology *topo = s->topo;
@@ -810,6 +866,7 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
                 if (prev && cpu_times_delta_util(prev, cur, s->settings.count_steal, &u) >= 0)
                         util_raw[i] = u;
         }
+        discount_self(s, util_raw, dt_us);
 
         /* /proc/schedstat is one small file; sched/debug (every task of
          * the host) and the threads scan are read only for a policy that

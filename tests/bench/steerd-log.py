@@ -14,6 +14,10 @@ import re
 import sys
 
 ACT = re.compile(r'\b(window|sticky|balance|guard) (set_cgroup_cpus|set_thread_cpus|restore)\b')
+# Stickiness is logged as one sum per cgroup and tick (each thread at debug
+# level): "sticky pinned N threads ..., gave M back" (observe: "would pin N
+# threads, give M back").
+STICKY = re.compile(r'\bsticky (?:pinned|would pin) (\d+) threads?\b.*\b(?:gave|give) (\d+) back')
 
 
 def main():
@@ -33,10 +37,24 @@ def main():
             n['log_let_go'] += 1
         if re.search(r'\b(warning|failed|cannot|error)\b', msg, re.I):
             n['log_warnings'] += 1
+        ms = STICKY.search(msg)
+        if ms:
+            pinned, released = int(ms.group(1)), int(ms.group(2))
+            n['act_sticky'] += pinned
+            n['act_restore'] += released
+            try:
+                t = float(ts)
+            except ValueError:
+                continue
+            if first is None and pinned > 0:
+                first = t
+            continue
         mm = ACT.search(msg)
         if not mm:
             continue
         pol, kind = mm.groups()
+        if pol == 'sticky':
+            continue  # a per-thread line at debug level, already in the sum
         if pol == 'guard':
             n['act_guard'] += 1
         elif kind == 'restore':
