@@ -121,6 +121,42 @@ static void test_light_cgroup_no_window(void **unused) {
         }
 }
 
+/* A window the cgroup outgrows at once (all the LLC's CPUs) is given back
+ * and backs off (2 s, then 4 s), instead of coming back as soon as the LLC
+ * looks overloaded again. */
+static void test_outgrown_window_backs_off(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        unsigned set_at[8], n_set = 0, restored_at[8], n_restored = 0;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned tick = 0; tick < 80; tick++) {
+                bool windowed = n_set > n_restored;
+                _cleanup_(snapshot_freep) Snapshot *s = topo_new(1, 2, 1, tick * TICK_US);
+                /* Confined, it uses its whole CPU and the LLC calms a little
+                 * (not below the widen-back line); free, the LLC is overloaded. */
+                topo_set_llc(s, 0, windowed ? 560 : 1000, windowed ? 560 : 1000);
+                size_t cg = topo_add_cgroup(s, "/g", CGROUP_POLICY_LATENCY, NULL);
+                topo_add_thread(s, cg, 11, 1, 0, windowed ? 480 : 300, 0);
+                topo_add_thread(s, cg, 12, 1, 1, windowed ? 480 : 300, 0);
+                topo_finish(s);
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                dump_plan(plan, tick);
+                if (plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/g", 0) && n_set < 8)
+                        set_at[n_set++] = tick;
+                const Action *r = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_WINDOW, "/g", 0);
+                if (r && n_restored < 8) {
+                        assert_non_null(strstr(r->reason, "needs all of 0-1; window backs off"));
+                        restored_at[n_restored++] = tick;
+                }
+        }
+        assert_true(n_set >= 3);
+        assert_true(n_restored >= 2);
+        assert_true(set_at[1] >= restored_at[0] + 20); /* 2 s */
+        assert_true(set_at[2] >= restored_at[1] + 40); /* 4 s */
+}
+
 /* Never more than the cgroup is allowed; a window of everything it may use is
  * no window. */
 static void test_epyc_window_capped(void **unused) {
@@ -354,6 +390,7 @@ int main(void) {
                 cmocka_unit_test(test_epyc_90_window),
                 cmocka_unit_test(test_epyc_scan_term_and_min_cores),
                 cmocka_unit_test(test_light_cgroup_no_window),
+                cmocka_unit_test(test_outgrown_window_backs_off),
                 cmocka_unit_test(test_epyc_window_capped),
                 cmocka_unit_test(test_epyc_50_no_window),
                 cmocka_unit_test(test_epyc_hysteresis),

@@ -36,7 +36,7 @@ static double cgroup_util(const CgroupSample *cg) {
 }
 
 /* The backoff after one more revert in a row. */
-static uint64_t backoff_us(const Settings *st, const Backoff *b) {
+uint64_t policy_backoff_us(const Settings *st, const Backoff *b) {
         unsigned level = MIN(b->level + 1, 63u);
         uint64_t factor = MIN((uint64_t) 1 << level, (uint64_t) MAX(st->guard_backoff_max, 1u));
 
@@ -143,7 +143,7 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
         if (t ? t->acted : c->acted)
                 return 0;
 
-        off_us = backoff_us(ctx->settings, &c->backoff[p]);
+        off_us = policy_backoff_us(ctx->settings, &c->backoff[p]);
         if (asprintf(&reason, "%s; %s backs off %" PRIu64 " ms", why, action_policy_to_string(p),
                      (uint64_t) (off_us / USEC_PER_MSEC)) < 0)
                 return -ENOMEM;

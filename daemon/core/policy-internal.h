@@ -143,6 +143,10 @@ bool policy_enabled(const Settings *settings, CgroupPolicy cgroup_policy, Action
  * against it (measured: every window placed in the first second of the
  * four-cgroup hackbench was reverted, util 40-70 before, 400-500 after). */
 #define POLICY_SETTLE_PERCENT 25
+
+/* How long a policy backs off after one more undo in a row: GuardWindowMs *
+ * 2^n, at most GuardBackoffMax times. */
+uint64_t policy_backoff_us(const Settings *st, const Backoff *b);
 bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c);
 
 uint64_t policy_residency_us(const Settings *settings);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <inttypes.h>
 #include <math.h>
 
 #include "policy-internal.h"
@@ -219,9 +220,23 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
                 account(w->chosen, n_chosen, cand->demand);
                 if (!cand->held)
                         return 0;
-                snprintf(reason, sizeof(reason), "llc %u: demand %.0f needs all of %s", llc->id,
-                         cand->demand, cpuset_to_string(base, buf, sizeof(buf)));
-                return policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
+                /* Outgrown: the window was too small for what the cgroup
+                 * does once confined. It backs off like a reverted one, or
+                 * it comes back as soon as the LLC looks overloaded again
+                 * (seen: perf bench messaging windowed and widened every
+                 * half second, 4% slower). */
+                uint64_t off_us = policy_backoff_us(ctx->settings, &c->backoff[ACTION_POLICY_WINDOW]);
+                snprintf(reason, sizeof(reason),
+                         "llc %u: demand %.0f needs all of %s; window backs off %" PRIu64 " ms", llc->id,
+                         cand->demand, cpuset_to_string(base, buf, sizeof(buf)),
+                         (uint64_t) (off_us / USEC_PER_MSEC));
+                r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
+                if (r > 0) {
+                        Backoff *b = &c->backoff[ACTION_POLICY_WINDOW];
+                        b->level = MIN(b->level + 1, 63u);
+                        b->until_us = ctx->now_us + off_us;
+                }
+                return r;
         }
 
         bool moves = !hwloc_bitmap_isincluded(cur, w->mask);
