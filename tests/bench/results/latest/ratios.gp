@@ -7,27 +7,27 @@ set grid ytics
 set xrange [-0.6:3.6]
 unset key
 set title "hackbench, 4 cgroups\nwall time ratio, lower is better"
-set yrange [0.5800114555124097:1.1454316840475554]
+set yrange [0.6224888339204497:1.1988822495650824]
 set ylabel "ratio to kernel default"
 plot "ratio-hb4cg.dat" using 0:(($3+1)/2):(0.3):(abs($3-1)/2) with boxxyerror lc rgb "#4a7ebb", "" using 0:3:2:4:xtic(1) with yerrorbars lc rgb "black" pt 7 ps 0.6, 1 with lines lc rgb "black" dt 1, 1.02 with lines lc rgb "red" dt 2
 set title "hackbench -g 4, 1 process\ntime ratio, lower is better"
-set yrange [0.5582811307843341:1.1823028432436835]
+set yrange [0.5415102684719559:1.2152390447672858]
 set ylabel "ratio to kernel default"
 plot "ratio-hb1p.dat" using 0:(($3+1)/2):(0.3):(abs($3-1)/2) with boxxyerror lc rgb "#4a7ebb", "" using 0:3:2:4:xtic(1) with yerrorbars lc rgb "black" pt 7 ps 0.6, 1 with lines lc rgb "black" dt 1, 1.02 with lines lc rgb "red" dt 2
 set title "perf bench messaging\ntotal time ratio, lower is better"
-set yrange [0.8236277947495947:1.2828958426452584]
+set yrange [0.8324416909620991:1.3727332361516034]
 set ylabel "ratio to kernel default"
 plot "ratio-msg.dat" using 0:(($3+1)/2):(0.3):(abs($3-1)/2) with boxxyerror lc rgb "#4a7ebb", "" using 0:3:2:4:xtic(1) with yerrorbars lc rgb "black" pt 7 ps 0.6, 1 with lines lc rgb "black" dt 1, 1.02 with lines lc rgb "red" dt 2
 set title "perf bench pipe\nusecs/op ratio, lower is better"
-set yrange [0:1.1877610962368221]
+set yrange [0:1.187598865677203]
 set ylabel "ratio to kernel default"
 plot "ratio-pipe.dat" using 0:(($3+1)/2):(0.3):(abs($3-1)/2) with boxxyerror lc rgb "#4a7ebb", "" using 0:3:2:4:xtic(1) with yerrorbars lc rgb "black" pt 7 ps 0.6, 1 with lines lc rgb "black" dt 1, 1.02 with lines lc rgb "red" dt 2
 set title "cyclictest + noise\np99 wakeup latency ratio, lower is better"
-set yrange [0.43026132404181194:2.139425087108014]
+set yrange [0.5292129892229156:2.0070415012289655]
 set ylabel "ratio to kernel default"
 plot "ratio-cyc.dat" using 0:(($3+1)/2):(0.3):(abs($3-1)/2) with boxxyerror lc rgb "#4a7ebb", "" using 0:3:2:4:xtic(1) with yerrorbars lc rgb "black" pt 7 ps 0.6, 1 with lines lc rgb "black" dt 1, 1.02 with lines lc rgb "red" dt 2
 set title "tbench loopback\nthroughput ratio, higher is better"
-set yrange [0.8488639526071384:1.3114608426396166]
+set yrange [0.6778394771103331:1.2067608583664287]
 set ylabel "ratio to kernel default"
 plot "ratio-tbench.dat" using 0:(($3+1)/2):(0.3):(abs($3-1)/2) with boxxyerror lc rgb "#4a7ebb", "" using 0:3:2:4:xtic(1) with yerrorbars lc rgb "black" pt 7 ps 0.6, 1 with lines lc rgb "black" dt 1, 0.98 with lines lc rgb "red" dt 2
 unset multiplot
