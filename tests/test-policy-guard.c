@@ -5,10 +5,11 @@
 
 /* One overloaded LLC of 4 SMT2 cores (CPUs 0-7); /g's two threads on CPUs 0
  * and 1 at util 500, each waiting `wait`. The window opens at tick 0 on core 0. */
-static Snapshot *guard_snapshot_util(unsigned tick, double wait, double util, double pressure) {
+static Snapshot *guard_snapshot_llc(unsigned tick, double llc_util, double wait, double util,
+                                    double pressure) {
         Snapshot *s = topo_new(1, 4, 2, tick * TICK_US);
 
-        topo_set_llc(s, 0, 1000, 1000);
+        topo_set_llc(s, 0, llc_util, llc_util);
         size_t cg = topo_add_cgroup(s, "/g", CGROUP_POLICY_LATENCY, NULL);
         s->cgroups[cg].pressure_some_avg10 = pressure;
         topo_add_thread(s, cg, 11, 1, 0, util, wait);
@@ -17,8 +18,21 @@ static Snapshot *guard_snapshot_util(unsigned tick, double wait, double util, do
         return s;
 }
 
+static Snapshot *guard_snapshot_util(unsigned tick, double wait, double util, double pressure) {
+        return guard_snapshot_llc(tick, 1000, wait, util, pressure);
+}
+
 static Snapshot *guard_snapshot(unsigned tick, double wait, double pressure) {
         return guard_snapshot_util(tick, wait, 500, pressure);
+}
+
+/* The guard's counters after a test's ticks. */
+static void check_counters(const PolicyState *state, unsigned applied, unsigned kept, unsigned reverted) {
+        PolicyCounters c;
+        policy_state_counters(state, &c);
+        assert_int_equal(c.applied, applied);
+        assert_int_equal(c.kept, kept);
+        assert_int_equal(c.reverted, reverted);
 }
 
 static Plan *guard_step(PolicyState *state, const Settings *st, unsigned tick, double wait,
@@ -89,12 +103,8 @@ static void test_before_is_a_window(void **unused) {
         assert_int_equal(policy_state_new(&state), 0);
         for (unsigned tick = 0; tick < 40; tick++) {
                 double wait = tick < 20 ? 50 : tick == 20 ? 5 : 55;
-                _cleanup_(snapshot_freep) Snapshot *s = topo_new(1, 4, 2, tick * TICK_US);
-                topo_set_llc(s, 0, tick < 20 ? 500 : 1000, tick < 20 ? 500 : 1000);
-                size_t cg = topo_add_cgroup(s, "/g", CGROUP_POLICY_LATENCY, NULL);
-                topo_add_thread(s, cg, 11, 1, 0, 500, wait);
-                topo_add_thread(s, cg, 12, 1, 1, 500, wait);
-                topo_finish(s);
+                _cleanup_(snapshot_freep) Snapshot *s =
+                        guard_snapshot_llc(tick, tick < 20 ? 500 : 1000, wait, 500, 0);
                 _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
                 dump_plan(plan, tick);
                 if (plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/g", 0))
@@ -102,11 +112,7 @@ static void test_before_is_a_window(void **unused) {
                 assert_null(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/g", 0));
         }
         assert_int_equal(opened, 20);
-        PolicyCounters c;
-        policy_state_counters(state, &c);
-        assert_int_equal(c.applied, 1);
-        assert_int_equal(c.kept, 1);
-        assert_int_equal(c.reverted, 0);
+        check_counters(state, 1, 1, 0);
 }
 
 /* An overloaded LLC and a cgroup whose load is ramping up: no window until
@@ -124,12 +130,7 @@ static void test_window_waits_for_settled_load(void **unused) {
                 /* per thread: 0 (the sampler's first figure for a thread), 100,
                  * ... 500 from tick 5 */
                 double util = MIN(tick * 100.0, 500.0);
-                _cleanup_(snapshot_freep) Snapshot *s = topo_new(1, 4, 2, tick * TICK_US);
-                topo_set_llc(s, 0, 1000, 1000);
-                size_t cg = topo_add_cgroup(s, "/g", CGROUP_POLICY_LATENCY, NULL);
-                topo_add_thread(s, cg, 11, 1, 0, util, 50);
-                topo_add_thread(s, cg, 12, 1, 1, util, 50);
-                topo_finish(s);
+                _cleanup_(snapshot_freep) Snapshot *s = guard_snapshot_util(tick, 50, util, 0);
                 _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
                 dump_plan(plan, tick);
                 const Action *a = plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/g", 0);
@@ -231,11 +232,7 @@ static void test_better_is_kept(void **unused) {
                 _cleanup_plan_ Plan *plan = guard_step(state, &st, tick, tick == 0 ? 50 : 10, 0);
                 assert_int_equal(plan->n_actions, tick == 0);
         }
-        PolicyCounters c;
-        policy_state_counters(state, &c);
-        assert_int_equal(c.applied, 1);
-        assert_int_equal(c.kept, 1);
-        assert_int_equal(c.reverted, 0);
+        check_counters(state, 1, 1, 0);
 }
 
 /* Within GuardPercent plus the noise floor: kept. */
