@@ -43,6 +43,11 @@ uint64_t policy_backoff_us(const Settings *st, const Backoff *b) {
         return st->guard_window_ms * USEC_PER_MSEC * factor;
 }
 
+void policy_back_off(CgroupState *c, ActionPolicy p, uint64_t now_us, uint64_t off_us) {
+        c->backoff[p].level = MIN(c->backoff[p].level + 1, 63u);
+        c->backoff[p].until_us = now_us + off_us;
+}
+
 /* The verdict's words, or NULL when the change is kept. */
 static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPolicy p, char **ret) {
         const Settings *st = ctx->settings;
@@ -60,10 +65,10 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
         double wait = e->sum_wait / e->n_samples * MAX(e->before_util, floor) / MAX(util_after, floor);
         /* The noise the wait may grow by: GuardWaitFloor per thread, but no
          * more than a quarter of the CPU the threads received. A light
-         * cgroup (two cyclictest threads, util 50 in all) has a per-thread
-         * floor larger than its whole wait: measured, a window that made
-         * its p99 latency 3x worse raised its wait from 11 to ~40, under
-         * 11 x 150% + 30. */
+         * cgroup (two cyclictest threads, util ~40 in all) has a per-thread
+         * floor larger than its whole wait: measured, a window on it raised
+         * its wait from 10 to 42, under 10 x 150% + 30 (in the runs where
+         * such a window stayed, p99 latency was 1.8-4.1x the kernel's). */
         double wait_floor = MAX(MIN(floor, GUARD_FLOOR_UTIL_SHARE * e->before_util), st->guard_wait_floor);
         double wait_limit = e->before_wait * k + wait_floor;
         double pressure_limit = e->before_pressure * k + st->guard_pressure_floor;
@@ -158,8 +163,7 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
         if (r < 0)
                 return r;
         if (r > 0) {
-                c->backoff[p].level = MIN(c->backoff[p].level + 1, 63u);
-                c->backoff[p].until_us = ctx->now_us + off_us;
+                policy_back_off(c, p, ctx->now_us, off_us);
                 ctx->state->counters.reverted++;
         }
         return 0;

@@ -147,6 +147,8 @@ bool policy_enabled(const Settings *settings, CgroupPolicy cgroup_policy, Action
 /* How long a policy backs off after one more undo in a row: GuardWindowMs *
  * 2^n, at most GuardBackoffMax times. */
 uint64_t policy_backoff_us(const Settings *st, const Backoff *b);
+/* One more undo in a row: the policy backs off for off_us from now. */
+void policy_back_off(CgroupState *c, ActionPolicy p, uint64_t now_us, uint64_t off_us);
 bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c);
 
 uint64_t policy_residency_us(const Settings *settings);

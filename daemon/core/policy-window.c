@@ -231,11 +231,8 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
                          cand->demand, cpuset_to_string(base, buf, sizeof(buf)),
                          (uint64_t) (off_us / USEC_PER_MSEC));
                 r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
-                if (r > 0) {
-                        Backoff *b = &c->backoff[ACTION_POLICY_WINDOW];
-                        b->level = MIN(b->level + 1, 63u);
-                        b->until_us = ctx->now_us + off_us;
-                }
+                if (r > 0)
+                        policy_back_off(c, ACTION_POLICY_WINDOW, ctx->now_us, off_us);
                 return r;
         }
 

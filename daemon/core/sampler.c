@@ -288,7 +288,7 @@ static void thread_prev_move(ThreadPrev *n, ThreadPrev *p) {
 static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint64_t now_us,
                          ThreadPrev **ret) {
         char path[THREAD_PATH_MAX], stat_text[1024], ss_text[128];
-        int stat_fd = -EBADF, ss_fd = -EBADF;
+        _cleanup_(closep) int stat_fd = -EBADF, ss_fd = -EBADF;
         ThreadStat st = {.processor = -1};
         ThreadSchedstat ss;
         ThreadPrev *p, *n;
@@ -343,41 +343,32 @@ static int sample_thread(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint6
                 r = open_thread_file(s, path, keep, stat_text, sizeof(stat_text), &stat_fd);
                 if (r < 0)
                         return vanished(r) ? 0 : r;
-                _cleanup_(closep) int stat_fd_owned = stat_fd;
                 if (thread_stat_parse(stat_text, DISPLAY(s, path), &st, NULL) < 0)
                         return 0;
                 thread_path(path, pid, tid, "schedstat");
                 r = open_thread_file(s, path, keep, ss_text, sizeof(ss_text), &ss_fd);
                 if (r < 0)
                         return vanished(r) ? 0 : r;
-                _cleanup_(closep) int ss_fd_owned = ss_fd;
                 if (thread_schedstat_parse(ss_text, DISPLAY(s, path), &ss, NULL) < 0)
                         return 0;
-                stat_fd = TAKE_FD(stat_fd_owned);
-                ss_fd = TAKE_FD(ss_fd_owned);
         }
 
         n = thread_table_push(t);
-        if (!n) {
-                if (stat_fd >= 0)
-                        close(stat_fd);
-                if (ss_fd >= 0)
-                        close(ss_fd);
+        if (!n)
                 return -ENOMEM;
-        }
         *n = (ThreadPrev){
                 .tid = tid,
                 .starttime = st.starttime,
                 .exec_ns = ss.sum_exec_runtime_ns,
                 .run_delay_ns = ss.run_delay_ns,
                 .processor = st.processor,
-                .stat_fd = stat_fd,
-                .schedstat_fd = ss_fd,
+                .stat_fd = TAKE_FD(stat_fd),
+                .schedstat_fd = TAKE_FD(ss_fd),
                 .read_us = now_us,
                 .interval = 1,
                 .fresh = true,
         };
-        if (stat_fd >= 0)
+        if (n->stat_fd >= 0)
                 s->n_kept_fds += 2;
         if (p && p->starttime == st.starttime) {
                 if (kept)

@@ -10,18 +10,9 @@ BENCH_PACKAGES=(rt-tests linux-perf dbench gnuplot-nox stress-ng valgrind python
 say() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-# bench_install PKG...: apt-get install only what dpkg-query says is missing.
-bench_install() {
-        local missing=() p
-        for p in "$@"; do
-                dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-        done
-        [ ${#missing[@]} -eq 0 ] && return 0
-        say "installing ${missing[*]}"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
-                { apt-get update -qq >&2 && apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2; }
-}
+# steerd_install_packages PKG... (apt-get install of only what dpkg-query
+# says is missing) and steerd's build package list.
+. "$BENCH_TOP/scripts/lib.sh"
 
 # ---- cgroups (cpuset v1; steerd steers those on this machine) ----
 

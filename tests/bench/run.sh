@@ -78,12 +78,11 @@ rm -rf "$LOGS"
 mkdir -p "$LOGS"
 
 # ---- packages, debugfs, build ----
-bench_install "${BENCH_PACKAGES[@]}"
+steerd_install_packages "${BENCH_PACKAGES[@]}"
 if ! grep -q ' /sys/kernel/debug ' /proc/self/mounts; then
         mount -t debugfs none /sys/kernel/debug 2>/dev/null || say "debugfs cannot be mounted; steerd samples without it"
 fi
 if [ "$BUILD" = 1 ]; then
-        . "$BENCH_TOP/scripts/lib.sh"
         steerd_install_packages "${STEERD_BUILD_PACKAGES[@]}"
         say "building steerd (Release) in build-bench/"
         # CMAKE_C_FLAGS= clears what an older build-bench/ may have cached.
