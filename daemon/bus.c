@@ -2,6 +2,8 @@
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
+#include <systemd/sd-event.h>
+
 #include "bus.h"
 #include "log.h"
 #include "snapshot-json.h"
@@ -9,41 +11,66 @@
 
 /* ---- privilege ---- */
 
-/* polkit, when it runs: CheckAuthorization for the caller's bus name. No
- * interaction: a daemon's caller is a script or an operator's shell. */
-static int check_polkit(sd_bus_message *msg) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        sd_bus *bus = sd_bus_message_get_bus(msg);
-        const char *sender = sd_bus_message_get_sender(msg);
-        int authorized = 0, challenge = 0, r;
+/* polkit, when it runs: CheckAuthorization for the caller's bus name, without
+ * interaction (a daemon's caller is a script or an operator's shell). The
+ * check is asynchronous, as systemd's bus_verify_polkit_async() is: the
+ * method call is parked, polkit's answer recorded, and the call put back in
+ * the bus's read queue, where its handler runs again and finds the answer.
+ * Nothing waits: ticks and the watchdog go on while polkit thinks. */
 
-        if (!sender)
-                return -EACCES;
-        r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.PolicyKit1",
-                                           "/org/freedesktop/PolicyKit1/Authority",
-                                           "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(call, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name", "s", sender,
-                                  STEERD_POLKIT_ACTION, 0, 0, "");
-        if (r < 0)
-                return r;
-        r = sd_bus_call(bus, call, 5 * USEC_PER_SEC, &error, &reply);
-        sd_bus_error_free(&error);
-        if (r < 0)
-                return -EACCES; /* no polkit: only root may change things */
-        r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
-        if (r < 0)
-                return r;
-        return authorized ? 0 : -EACCES;
+typedef struct PendingAuth {
+        Manager *m;
+        sd_bus_message *request; /* the parked method call (ref) */
+        sd_bus_slot *slot;       /* the CheckAuthorization call in flight */
+        int result;              /* 1 authorized, -EACCES denied, 0 pending */
+} PendingAuth;
+
+static void pending_auth_free(Manager *m, size_t i) {
+        PendingAuth *p = m->pending_auths[i];
+        sd_bus_slot_unref(p->slot);
+        sd_bus_message_unref(p->request);
+        free(p);
+        m->pending_auths[i] = m->pending_auths[--m->n_pending_auths];
 }
 
-static int verify_privileged(sd_bus_message *msg, sd_bus_error *error) {
+void bus_pending_auths_free(Manager *m) {
+        while (m->n_pending_auths > 0)
+                pending_auth_free(m, 0);
+        free(m->pending_auths);
+        m->pending_auths = NULL;
+}
+
+static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        PendingAuth *p = userdata;
+        int authorized = 0, challenge = 0, r;
+
+        p->slot = sd_bus_slot_unref(p->slot);
+        p->result = -EACCES; /* no polkit, or any error: only root may change things */
+        if (!sd_bus_message_is_method_error(reply, NULL) &&
+            sd_bus_message_enter_container(reply, 'r', "bba{ss}") >= 0 &&
+            sd_bus_message_read(reply, "bb", &authorized, &challenge) >= 0 && authorized)
+                p->result = 1;
+        /* Run the method again, from its first argument. */
+        r = sd_bus_message_rewind(p->request, true);
+        if (r >= 0)
+                r = sd_bus_enqueue_for_read(sd_bus_message_get_bus(p->request), p->request);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot resume a method call after the polkit check");
+                for (size_t i = 0; i < p->m->n_pending_auths; i++)
+                        if (p->m->pending_auths[i] == p) {
+                                pending_auth_free(p->m, i);
+                                break;
+                        }
+        }
+        return 0;
+}
+
+/* 1: go ahead; 0: parked, the handler must return 1 without replying; < 0:
+ * refused (error set) or failed. */
+static int verify_privileged(Manager *m, sd_bus_message *msg, sd_bus_error *error) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        const char *sender = sd_bus_message_get_sender(msg);
         uid_t uid;
         int r;
 
@@ -51,9 +78,50 @@ static int verify_privileged(sd_bus_message *msg, sd_bus_error *error) {
         if (r >= 0)
                 r = sd_bus_creds_get_euid(creds, &uid);
         if (r >= 0 && uid == 0)
-                return 0;
-        if (check_polkit(msg) >= 0)
-                return 0;
+                return 1;
+
+        for (size_t i = 0; m && i < m->n_pending_auths; i++) {
+                PendingAuth *p = m->pending_auths[i];
+                if (p->request != msg)
+                        continue;
+                if (p->result == 0)
+                        return 0; /* still waiting (a duplicate dispatch) */
+                int result = p->result;
+                pending_auth_free(m, i);
+                if (result > 0)
+                        return 1;
+                goto denied;
+        }
+        if (!m || !sender || m->n_pending_auths >= BUS_MAX_PENDING_AUTHS)
+                goto denied;
+
+        r = sd_bus_message_new_method_call(sd_bus_message_get_bus(msg), &call, "org.freedesktop.PolicyKit1",
+                                           "/org/freedesktop/PolicyKit1/Authority",
+                                           "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name", "s", sender,
+                                          STEERD_POLKIT_ACTION, 0, 0, "");
+        if (r < 0)
+                return r;
+        PendingAuth **list = reallocarray(m->pending_auths, m->n_pending_auths + 1, sizeof(PendingAuth *));
+        if (!list)
+                return -ENOMEM;
+        m->pending_auths = list;
+        PendingAuth *p = calloc(1, sizeof(PendingAuth));
+        if (!p)
+                return -ENOMEM;
+        *p = (PendingAuth){.m = m, .request = sd_bus_message_ref(msg)};
+        r = sd_bus_call_async(sd_bus_message_get_bus(msg), &p->slot, call, on_polkit_reply, p,
+                              5 * USEC_PER_SEC);
+        if (r < 0) {
+                sd_bus_message_unref(p->request);
+                free(p);
+                goto denied;
+        }
+        m->pending_auths[m->n_pending_auths++] = p;
+        return 0;
+
+denied:
         return sd_bus_error_setf(error, STEERD_ERROR_ACCESS_DENIED,
                                  "Changing steerd needs root or the polkit action %s", STEERD_POLKIT_ACTION);
 }
@@ -99,9 +167,9 @@ static int method_set_mode(sd_bus_message *msg, void *userdata, sd_bus_error *er
         r = sd_bus_message_read(msg, "s", &s);
         if (r < 0)
                 return r;
-        r = verify_privileged(msg, error);
-        if (r < 0)
-                return r;
+        r = verify_privileged(m, msg, error);
+        if (r <= 0)
+                return r < 0 ? r : 1; /* refused, or parked until polkit answers */
         Mode mode = mode_from_string(s);
         if (mode < 0)
                 return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
@@ -134,9 +202,9 @@ static int method_opt_in(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         r = sd_bus_message_read(msg, "ss", &cgroup, &policy);
         if (r < 0)
                 return r;
-        r = verify_privileged(msg, error);
-        if (r < 0)
-                return r;
+        r = verify_privileged(m, msg, error);
+        if (r <= 0)
+                return r < 0 ? r : 1; /* refused, or parked until polkit answers */
         r = check_cgroup_arg(cgroup, error);
         if (r < 0)
                 return r;
@@ -161,9 +229,9 @@ static int method_opt_out(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = sd_bus_message_read(msg, "s", &cgroup);
         if (r < 0)
                 return r;
-        r = verify_privileged(msg, error);
-        if (r < 0)
-                return r;
+        r = verify_privileged(m, msg, error);
+        if (r <= 0)
+                return r < 0 ? r : 1; /* refused, or parked until polkit answers */
         r = check_cgroup_arg(cgroup, error);
         if (r < 0)
                 return r;
@@ -229,9 +297,9 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         Manager *m = userdata;
         int r;
 
-        r = verify_privileged(msg, error);
-        if (r < 0)
-                return r;
+        r = verify_privileged(m, msg, error);
+        if (r <= 0)
+                return r < 0 ? r : 1; /* refused, or parked until polkit answers */
         _cleanup_(freep) char *why = NULL;
         r = manager_reload(m, &why);
         if (r == -EBADMSG || r == -ENOENT || r == -EACCES)
@@ -268,25 +336,137 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-int bus_setup(Manager *m) {
+/* ---- the connection ---- */
+
+static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        if (!e) {
+                log_info("Owning %s on the system bus", STEERD_BUS_NAME);
+                return 0;
+        }
+        if (sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) ||
+            sd_bus_error_has_name(e, "org.freedesktop.DBus.Error.Disconnected"))
+                return 0; /* the bus went away meanwhile: the reconnect asks again */
+        /* Another steerd owns it, or the bus policy is not installed: two
+         * daemons steering the same cgroups would fight. */
+        log_error("Cannot own %s on the system bus (is another steerd running, or the bus policy not "
+                  "installed?): %s",
+                  STEERD_BUS_NAME, e->message ?: e->name);
+        return sd_event_exit(m->event, -EEXIST);
+}
+
+static int bus_reconnect_later(Manager *m, uint64_t delay_us);
+
+/* sd-bus synthesizes org.freedesktop.DBus.Local.Connected once a watch-bind
+ * connection is up, and .Disconnected when it drops (the bus daemon was
+ * restarted or stopped). */
+static int on_bus_local_signal(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+
+        if (sd_bus_message_is_signal(msg, "org.freedesktop.DBus.Local", "Connected")) {
+                log_info("Connected to the system bus");
+                m->retry_now = true; /* give-backs that needed the bus */
+                return 0;
+        }
+        if (!sd_bus_message_is_signal(msg, "org.freedesktop.DBus.Local", "Disconnected"))
+                return 0;
+        log_warning("The system bus connection was lost; reconnecting (steering goes on meanwhile)");
+        (void) bus_reconnect_later(m, USEC_PER_SEC);
+        return 0;
+}
+
+/* Like sd_bus_open_system(), with watch-bind (a bus socket that is not there
+ * yet or comes back after a restart is waited for, without blocking) and the
+ * Connected signal turned on: what systemd's own daemons do
+ * (bus_open_system_watch_bind()). */
+static int bus_open_system_watch_bind(sd_bus **ret) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        const char *address = secure_getenv("DBUS_SYSTEM_BUS_ADDRESS");
         int r;
 
-        if (!m->bus)
-                return log_notice("No system bus: steerctl cannot reach this steerd"), 0;
-        r = sd_bus_add_object_vtable(m->bus, NULL, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, manager_vtable, m);
+        r = sd_bus_new(&bus);
+        if (r < 0)
+                return r;
+        if ((r = sd_bus_set_description(bus, "steerd-system-bus")) < 0 ||
+            (r = sd_bus_set_address(bus, address ?: "unix:path=/run/dbus/system_bus_socket")) < 0 ||
+            (r = sd_bus_set_bus_client(bus, true)) < 0 ||
+            (r = sd_bus_negotiate_creds(bus, true, SD_BUS_CREDS_UID | SD_BUS_CREDS_EUID)) < 0 ||
+            (r = sd_bus_set_watch_bind(bus, true)) < 0 || (r = sd_bus_set_connected_signal(bus, true)) < 0)
+                return r;
+        r = sd_bus_start(bus);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(bus);
+        return 0;
+}
+
+int bus_connect(Manager *m) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        int r;
+
+        r = bus_open_system_watch_bind(&bus);
+        if (r < 0)
+                return log_warning_errno(r, "Cannot connect to the system bus");
+        r = sd_bus_add_filter(bus, NULL, on_bus_local_signal, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch the bus connection");
+        r = sd_bus_add_object_vtable(bus, NULL, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, manager_vtable, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot add the bus object");
-        r = sd_bus_request_name(m->bus, STEERD_BUS_NAME, 0);
+        r = sd_bus_request_name_async(bus, NULL, STEERD_BUS_NAME, 0, on_name_acquired, m);
         if (r < 0)
-                return log_error_errno(
-                        r,
-                        "Cannot own %s on the system bus (is another steerd running, or the bus "
-                        "policy not installed?)",
-                        STEERD_BUS_NAME);
-        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+                return log_error_errno(r, "Cannot ask for %s on the system bus", STEERD_BUS_NAME);
+        r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Cannot attach the bus to the event loop");
+
+        bus_drop(m);
+        m->bus = TAKE_PTR(bus);
+        if (m->actuator)
+                actuator_set_bus(m->actuator, m->bus);
         return 0;
+}
+
+void bus_drop(Manager *m) {
+        if (!m->bus)
+                return;
+        /* Parked calls belong to the old connection. */
+        bus_pending_auths_free(m);
+        sd_bus_detach_event(m->bus);
+        m->bus = sd_bus_flush_close_unref(m->bus);
+        if (m->actuator)
+                actuator_set_bus(m->actuator, NULL);
+}
+
+static int on_bus_reconnect(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        m->bus_reconnect = sd_event_source_unref(m->bus_reconnect);
+        if (bus_connect(m) < 0)
+                return bus_reconnect_later(m, 5 * USEC_PER_SEC);
+        return 0;
+}
+
+static int bus_reconnect_later(Manager *m, uint64_t delay_us) {
+        uint64_t now;
+        int r;
+
+        if (m->bus_reconnect)
+                return 0;
+        r = sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        if (r < 0)
+                return r;
+        r = sd_event_add_time(m->event, &m->bus_reconnect, CLOCK_MONOTONIC, now + delay_us, 0, on_bus_reconnect,
+                              m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot schedule the reconnect to the system bus");
+        return 0;
+}
+
+bool bus_ready(Manager *m) {
+        return m->bus && sd_bus_is_ready(m->bus) > 0;
 }
 
 void bus_emit_mode_changed(Manager *m) {

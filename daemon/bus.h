@@ -6,7 +6,19 @@
 
 #include "manager.h"
 
-int bus_setup(Manager *m);
+/* At most this many method calls wait for polkit at once; more are refused. */
+#define BUS_MAX_PENDING_AUTHS 64
+
+/* Connect to the system bus (watch-bind: a bus that is not up yet, or that
+ * restarts, is waited for without blocking), publish the object, ask for the
+ * name asynchronously, attach to the event loop. A lost connection is
+ * replaced by a new one a second later, with the object and the name. */
+int bus_connect(Manager *m);
+/* Close the connection (at the end, or before a new one). */
+void bus_drop(Manager *m);
+/* Connected and authenticated: calls to systemd can go out now. */
+bool bus_ready(Manager *m);
+void bus_pending_auths_free(Manager *m);
 void bus_emit_mode_changed(Manager *m);
 /* After a tick: LLCOverload for each LLC whose overloaded flag flipped
  * against prev (NULL: none flipped yet), ActionsApplied when plan applied. */

@@ -42,8 +42,9 @@ int run_daemon(const Args *args, Config *config) {
         if (r < 0)
                 return r;
         r = manager_run(m);
+        if (r < 0 && r == m->exit_error)
+                return r; /* the stop could not give everything back: said already */
         if (r < 0)
-                return log_error_errno(r, "The event loop failed");
-        /* manager_free() gives every mask back. */
+                return log_error_errno(r, "The event loop ended on an error");
         return 0;
 }

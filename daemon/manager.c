@@ -126,6 +126,99 @@ int manager_refresh_optins(Manager *m, uint64_t now_us, bool rescan_xattrs) {
 
 /* ---- the tick ---- */
 
+/* Failed give-backs are kept (actuator.h); they are tried again every few
+ * seconds, backing off to a minute while they keep failing, and at once
+ * when the bus comes back. Outside latency/balanced nothing may stay held;
+ * inside, only what belongs to no opted-in cgroup. */
+#define RETRY_MIN_USEC (5 * USEC_PER_SEC)
+#define RETRY_MAX_USEC (60 * USEC_PER_SEC)
+
+static void retry_give_backs(Manager *m, uint64_t now_us) {
+        size_t nt, nc;
+
+        actuator_counts(m->actuator, &nt, &nc);
+        if (nt + nc == 0 || (!m->retry_now && now_us < m->retry_at_us))
+                return;
+        m->retry_now = false;
+        int r = actuator_retry(m->actuator, !mode_applies(m->mode));
+        if (r < 0) {
+                m->retry_interval_us = CLAMP(m->retry_interval_us * 2, RETRY_MIN_USEC, RETRY_MAX_USEC);
+                m->retry_at_us = now_us + m->retry_interval_us;
+                return;
+        }
+        m->retry_interval_us = 0;
+        m->retry_at_us = now_us + RETRY_MIN_USEC;
+}
+
+static int snapshot_online(const Snapshot *snap, CpuSet *ret) {
+        CpuSet s = hwloc_bitmap_alloc();
+        if (!s)
+                return -ENOMEM;
+        for (size_t i = 0; i < snap->n_cpus; i++)
+                if (snap->cpus[i].online)
+                        hwloc_bitmap_set(s, snap->cpus[i].cpu);
+        *ret = s;
+        return 0;
+}
+
+/* CPU hotplug: the set of online CPUs (from /proc/stat, every tick) differs
+ * from the one the topology was loaded for. Only the host's own topology is
+ * reloaded; an XML or synthetic one describes another machine. */
+static bool cpus_came_or_went(Manager *m, const Snapshot *snap) {
+        _cleanup_cpuset_ CpuSet now = NULL;
+
+        if (!m->topology_live || snapshot_online(snap, &now) < 0)
+                return false;
+        if (!m->online_seen) {
+                m->online_seen = TAKE_PTR(now);
+                return false;
+        }
+        if (hwloc_bitmap_isequal(now, m->online_seen))
+                return false;
+        char was[CPUSET_STRLEN], is[CPUSET_STRLEN];
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG,
+                   "Topology changed: CPUs %s online (were %s); giving back what steerd holds and reloading "
+                   "the topology",
+                   cpuset_to_string(now, is, sizeof(is)), cpuset_to_string(m->online_seen, was, sizeof(was)));
+        hwloc_bitmap_free(m->online_seen);
+        m->online_seen = TAKE_PTR(now);
+        return true;
+}
+
+/* Every window and pin was placed on the old topology: give them back, load
+ * the new one, and let the engine decide afresh (the next tick). What the
+ * kernel did meanwhile (an offline CPU leaves every mask by itself) is
+ * within what steerd gives back. */
+static int refresh_topology(Manager *m) {
+        _cleanup_(topology_freep) Topology *topo = NULL;
+        Sampler *sampler = NULL;
+        PolicyState *fresh = NULL;
+        int r;
+
+        (void) actuator_release_all(m->actuator);
+        r = topology_load(m->root, NULL, &topo);
+        if (r < 0)
+                return log_error_errno(r, "Cannot reload the topology; keeping the old one");
+        r = sampler_new(m->root, topo, &m->config->settings, &sampler);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the sampler for the new topology; keeping the old one");
+        r = policy_state_new(&fresh);
+        if (r < 0) {
+                sampler_free(sampler);
+                return r;
+        }
+        sampler_free(m->sampler);
+        m->sampler = sampler;
+        policy_state_free(m->policy);
+        m->policy = fresh;
+        topology_free(m->topo);
+        m->topo = TAKE_PTR(topo);
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Topology reloaded: %zu CPUs (%s online) in %zu LLCs",
+                   m->topo->n_cpus, cpuset_to_string(m->topo->online, (char[CPUSET_STRLEN]){}, CPUSET_STRLEN),
+                   m->topo->n_llcs);
+        return 0;
+}
+
 static int tick(Manager *m, uint64_t now_us) {
         _cleanup_(snapshot_freep) Snapshot *snap = NULL;
         _cleanup_(plan_freep) Plan *plan = NULL;
@@ -135,6 +228,7 @@ static int tick(Manager *m, uint64_t now_us) {
         size_t n = 0;
         int r;
 
+        retry_give_backs(m, now_us);
         if (m->mode == MODE_OFF)
                 return 0; /* nothing is sampled: off costs nothing */
 
@@ -172,6 +266,8 @@ static int tick(Manager *m, uint64_t now_us) {
         if (r < 0)
                 return log_warning_errno(r, "Sample failed; this tick is skipped");
         m->ticks++;
+        if (cpus_came_or_went(m, snap))
+                return refresh_topology(m);
 
         r = actuator_set_cgroups(m->actuator, names, locs, n);
         if (r < 0)
@@ -256,6 +352,13 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         uint64_t period = m->config->settings.sample_period_ms * USEC_PER_MSEC;
 
+        if (m->test_hang_file && access(m->test_hang_file, F_OK) == 0) {
+                /* The guest check's fault switch: a loop that hangs stops
+                 * pinging the watchdog, and systemd must kill it. */
+                log_warning("%s exists (STEERD_TEST_HANG_FILE): hanging the event loop", m->test_hang_file);
+                for (;;)
+                        pause();
+        }
         (void) tick(m, usec);
         /* Keep the cadence: the next tick is due a period after this one was,
          * unless we fell behind by more than a period. */
@@ -441,12 +544,34 @@ int manager_reload(Manager *m, char **ret_error) {
 
 /* ---- events ---- */
 
+/* Everything back, at the stop. Here, not after the loop: sd-bus closes its
+ * connection when the loop exits, and the systemd backend needs it. What
+ * cannot be given back stays in the state file and the exit status says
+ * so: systemctl shows the unit failed, the journal names what was left,
+ * and the next start gives it back. */
+static int give_back_at_stop(Manager *m) {
+        int r;
+
+        m->given_back = true;
+        r = actuator_release_all(m->actuator);
+        if (r >= 0)
+                return 0;
+        char what[1024];
+        (void) actuator_kept_description(m->actuator, what, sizeof(what));
+        log_struct_errno(LOG_ERR, r, STEERD_MESSAGE_RESTORE,
+                         "Could not give back everything at the stop: %s left as steerd set it, recorded in "
+                         "%s for the next start to give back",
+                         what, m->ownership_file);
+        return r;
+}
+
 static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
         log_info("Received SIG%s: giving back every CPU mask, then exiting",
                  sigabbrev_np((int) si->ssi_signo));
         (void) sd_notify(false, "STOPPING=1");
-        return sd_event_exit(m->event, 0);
+        m->exit_error = give_back_at_stop(m);
+        return sd_event_exit(m->event, m->exit_error);
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -572,15 +697,17 @@ int manager_new(const Args *args, Config *config, Manager **ret) {
                 return log_error_errno(r, "Cannot create the event loop");
         (void) sd_event_set_watchdog(m->event, true);
 
-        /* The system bus is optional: the systemd backend and (later) the
-         * bus API need it; steering works without. */
-        if (sd_bus_open_system(&m->bus) < 0)
-                m->bus = NULL;
-
-        /* A predecessor that was killed left its masks: give them back first. */
-        r = actuator_restore_predecessor(m->root, m->ownership_file, m->bus);
+        r = actuator_new(m->root, m->ownership_file, NULL, &m->actuator);
         if (r < 0)
-                log_warning_errno(r, "Could not restore what a previous steerd left");
+                return log_error_errno(r, "Cannot set up the actuator");
+        /* The system bus is optional: the systemd backend and the bus API
+         * need it; steering works without. */
+        (void) bus_connect(m);
+
+        /* A predecessor that was killed left its masks: give them back first.
+         * What needs a bus that is not up yet is kept and tried again as
+         * soon as it is. */
+        (void) actuator_take_over(m->actuator);
 
         r = sampler_new(m->root, m->topo, &config->settings, &m->sampler);
         if (r < 0)
@@ -588,9 +715,6 @@ int manager_new(const Args *args, Config *config, Manager **ret) {
         r = policy_state_new(&m->policy);
         if (r < 0)
                 return r;
-        r = actuator_new(m->root, m->ownership_file, m->bus, &m->actuator);
-        if (r < 0)
-                return log_error_errno(r, "Cannot set up the actuator");
 
         r = proc_connector_new(on_fork, m, &m->proc);
         if (r < 0)
@@ -625,9 +749,11 @@ int manager_new(const Args *args, Config *config, Manager **ret) {
         r = manager_refresh_optins(m, now, true);
         if (r < 0)
                 return r;
-        r = bus_setup(m);
-        if (r < 0)
-                return r;
+
+        m->topology_live = !args->topology;
+        const char *hang = secure_getenv("STEERD_TEST_HANG_FILE");
+        if (hang && *hang && !(m->test_hang_file = strdup(hang)))
+                return -ENOMEM;
 
         *ret = TAKE_PTR(m);
         return 0;
@@ -636,15 +762,17 @@ int manager_new(const Args *args, Config *config, Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        if (m->actuator) {
-                (void) actuator_release_all(m->actuator);
-                actuator_free(m->actuator);
-        }
+        /* Reached without a stop signal (a failed start, the loop failing):
+         * still, nothing steerd set outlives it unrecorded. */
+        if (m->actuator && !m->given_back)
+                (void) give_back_at_stop(m);
+        m->actuator = actuator_free(m->actuator);
         sd_event_source_unref(m->sample_timer);
         sd_event_source_unref(m->proc_source);
+        sd_event_source_unref(m->bus_reconnect);
         proc_connector_free(m->proc);
+        bus_drop(m);
         sd_event_unref(m->event);
-        sd_bus_flush_close_unref(m->bus);
         policy_state_free(m->policy);
         sampler_free(m->sampler);
         snapshot_free(m->last_snapshot);
@@ -660,6 +788,8 @@ Manager *manager_free(Manager *m) {
         free(m->state_dir);
         free(m->runtime_file);
         topology_free(m->topo);
+        hwloc_bitmap_free(m->online_seen);
+        free(m->test_hang_file);
         rootdir_free(m->root);
         free(m);
         return NULL;
@@ -673,5 +803,8 @@ int manager_run(Manager *m) {
                 (unsigned long long) m->config->settings.sample_period_ms,
                 runnable_source_to_string(sampler_source(m->sampler)));
         (void) sd_notify(false, "READY=1");
-        return sd_event_loop(m->event);
+        int r = sd_event_loop(m->event);
+        if (r < 0 && !m->given_back)
+                (void) give_back_at_stop(m); /* the loop failed: the bus may still be up */
+        return r;
 }

@@ -25,7 +25,10 @@ typedef struct Manager {
         sd_event *event;
         sd_event_source *sample_timer;
         sd_event_source *proc_source;
-        sd_bus *bus; /* the system bus, NULL where there is none */
+        sd_bus *bus; /* the system bus (watch-bind: may be waiting for it), NULL if it cannot be had */
+        sd_event_source *bus_reconnect;
+        struct PendingAuth **pending_auths; /* method calls parked until polkit answers */
+        size_t n_pending_auths;
 
         RootDir *root;
         Topology *topo;
@@ -55,6 +58,17 @@ typedef struct Manager {
         uint64_t actions_failed;
         uint64_t threads_adopted;
         uint64_t metrics_written_us;
+
+        /* Give-backs that failed (the bus was down, the kernel refused) are
+         * kept and tried again, sooner when the bus comes back. */
+        bool retry_now;
+        uint64_t retry_at_us, retry_interval_us;
+        int exit_error; /* < 0: the stop could not give everything back */
+        bool given_back; /* the stop gave back (or tried): manager_free() does not again */
+
+        bool topology_live;  /* the host's own topology: reloaded when CPUs come or go */
+        CpuSet online_seen;  /* the online CPUs the topology was last loaded for */
+        char *test_hang_file; /* $STEERD_TEST_HANG_FILE: the watchdog test's fault switch */
 } Manager;
 
 typedef struct ManagerCounters {
@@ -65,6 +79,8 @@ int manager_new(const Args *args, Config *config, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
+/* The event loop; returns the stop's result: < 0 when something could not
+ * be given back (it stays in the state file for the next start). */
 int manager_run(Manager *m);
 
 /* Switch mode: leaving latency/balanced gives everything back. */

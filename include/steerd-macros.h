@@ -65,6 +65,16 @@ static inline void freep(void *p) {
         free(*(void **) p);
 }
 
+/* A NULL-terminated array of strings that owns them. */
+static inline void strv_freep(char ***p) {
+        if (!*p)
+                return;
+        for (char **s = *p; *s; s++)
+                free(*s);
+        free(*p);
+}
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+
 static inline void closep(int *fd) {
         if (*fd >= 0)
                 close(*fd);

@@ -615,9 +615,11 @@ int act_release_cgroup_record(ActCtx *c, ActCgroup *crec) {
                 return 0;
         if (crec->backend == ACTUATOR_BACKEND_SYSTEMD &&
             !systemd_backend_eligible(a->live, a->bus, crec->dir, true)) {
-                log_warning("cgroup %s: AllowedCPUs of %s cannot be given back without systemd on the bus",
-                            crec->name, crec->unit);
-                return 0;
+                log_struct_errno(LOG_WARNING, -ENOTCONN, STEERD_MESSAGE_RESTORE,
+                                 "cgroup %s: AllowedCPUs of %s cannot be given back without systemd on the "
+                                 "bus; kept to be given back later",
+                                 crec->name, crec->unit);
+                return -ENOTCONN;
         }
 
         r = act_cgroup_read_cpus_text(a->root, crec->dir, &text);
@@ -640,10 +642,9 @@ int act_release_cgroup_record(ActCtx *c, ActCgroup *crec) {
                                    cpuset_to_string(crec->window ?: crec->pending, b2, sizeof(b2)));
                         return 0;
                 }
-        } else if (crec->backend == ACTUATOR_BACKEND_CPUSET) {
-                log_warning_errno(r, "cgroup %s: cannot read its CPUs; not given back", crec->name);
-                return 0;
-        }
+        } else if (crec->backend == ACTUATOR_BACKEND_CPUSET)
+                return log_warning_errno(r, "cgroup %s: cannot read its CPUs; kept to be given back later",
+                                         crec->name);
 
         r = cgroup_write(c, crec, crec->original_text);
         if (act_is_einval(r)) {
@@ -668,8 +669,11 @@ int act_release_cgroup_record(ActCtx *c, ActCgroup *crec) {
                 return 0;
         }
         if (r < 0)
-                return log_warning_errno(r, "cgroup %s: giving back CPUs '%s' failed", crec->name,
-                                         crec->original_text);
+                return log_struct_errno(LOG_WARNING, r, STEERD_MESSAGE_RESTORE,
+                                        "cgroup %s: giving back CPUs '%s' (%s backend) failed; kept to be "
+                                        "given back later",
+                                        crec->name, crec->original_text,
+                                        actuator_backend_to_string(crec->backend));
         log_struct(LOG_INFO, STEERD_MESSAGE_RESTORE, "cgroup %s: CPUs %s -> '%s', given back (%s backend)",
                    crec->name, cpuset_to_string(cur ?: crec->window, b1, sizeof(b1)), crec->original_text,
                    actuator_backend_to_string(crec->backend));

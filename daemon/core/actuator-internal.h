@@ -167,7 +167,9 @@ int act_adopt_new_threads(ActCtx *c);
 /* One new thread (proc connector): 1 if its mask was changed. */
 int act_adopt_thread(Actuator *a, const ActCgroup *crec, pid_t tid);
 /* Give a thread its original back if its mask is still steerd's. 1 if it
- * got its exact (not "every CPU") original back. The caller forgets it. */
+ * got its exact (not "every CPU") original back, 0 when done otherwise (or
+ * nothing to do: gone, someone else's); the caller then forgets it. < 0: the
+ * give-back failed and the caller keeps the record. */
 int act_release_thread(ActCtx *c, ActThread *t);
 
 /* ---- actuator-cpuset.c ---- */

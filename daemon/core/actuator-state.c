@@ -341,38 +341,63 @@ int actuator_state_load(Actuator *a, const char *path) {
         return 0;
 }
 
+int actuator_take_over(Actuator *a) {
+        _cleanup_(freep) char *bad = NULL;
+        int r;
+
+        if (!a || !a->state_path)
+                return -EINVAL;
+        if (a->n_threads > 0 || a->n_owned > 0)
+                return -EBUSY;
+        r = actuator_state_load(a, a->state_path);
+        if (r == -ENOENT)
+                return 0;
+        if (r == -EBADMSG) {
+                if (asprintf(&bad, "%s.bad", a->state_path) < 0)
+                        return -ENOMEM;
+                if (rename(a->state_path, bad) < 0)
+                        log_warning_errno(errno, "Cannot rename %s to %s", a->state_path, bad);
+                log_struct(LOG_ERR, STEERD_MESSAGE_RESTORE,
+                           "%s is malformed (see above): nothing of it was restored; kept as %s",
+                           a->state_path, bad);
+                return -EBADMSG;
+        }
+        if (r < 0) {
+                /* Half loaded: forget it, touch nothing, keep the file. */
+                while (a->n_threads > 0)
+                        actuator_forget_thread(a, a->threads[0].tid);
+                while (a->n_owned > 0)
+                        actuator_forget_owned(a, a->owned[0].name);
+                a->dirty = false;
+                return log_error_errno(r, "Cannot read %s", a->state_path);
+        }
+
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_RESTORE,
+                   "%s: a previous steerd left %zu threads and %zu cgroups changed; giving them back",
+                   a->state_path, a->n_threads, a->n_owned);
+        /* Everything loaded is written back as it is while giving back: the
+         * file always holds what is still to do. */
+        a->dirty = true;
+        r = actuator_release_all(a);
+        if (r < 0) {
+                char what[512];
+                (void) actuator_kept_description(a, what, sizeof(what));
+                log_struct_errno(LOG_ERR, r, STEERD_MESSAGE_RESTORE,
+                                 "Could not give back everything a previous steerd left (%s): kept in %s, "
+                                 "tried again every few seconds and at the stop",
+                                 what, a->state_path);
+        }
+        return r;
+}
+
 int actuator_restore_predecessor(const RootDir *root, const char *state_path, sd_bus *bus) {
         _cleanup_(actuator_freep) Actuator *a = NULL;
-        _cleanup_(freep) char *bad = NULL;
         int r;
 
         if (!root || !state_path)
                 return -EINVAL;
-        /* No state path of its own: the file is removed below, once. */
-        r = actuator_new(root, NULL, bus, &a);
+        r = actuator_new(root, state_path, bus, &a);
         if (r < 0)
                 return r;
-        r = actuator_state_load(a, state_path);
-        if (r == -ENOENT)
-                return 0;
-        if (r == -EBADMSG) {
-                if (asprintf(&bad, "%s.bad", state_path) < 0)
-                        return -ENOMEM;
-                if (rename(state_path, bad) < 0)
-                        log_warning_errno(errno, "Cannot rename %s to %s", state_path, bad);
-                log_struct(LOG_ERR, STEERD_MESSAGE_RESTORE,
-                           "%s is malformed (see above): nothing of it was restored; kept as %s", state_path,
-                           bad);
-                return -EBADMSG;
-        }
-        if (r < 0)
-                return log_error_errno(r, "Cannot read %s", state_path);
-
-        log_struct(LOG_NOTICE, STEERD_MESSAGE_RESTORE,
-                   "%s: a previous steerd left %zu threads and %zu cgroups changed; giving them back",
-                   state_path, a->n_threads, a->n_owned);
-        r = actuator_release_all(a);
-        if (unlink(state_path) < 0 && errno != ENOENT)
-                log_warning_errno(errno, "Cannot remove %s", state_path);
-        return r;
+        return actuator_take_over(a);
 }

@@ -102,6 +102,18 @@ bool systemd_backend_eligible(bool live, sd_bus *bus, const char *dir, bool v2) 
         return sd_booted() > 0;
 }
 
+/* A watch-bind connection that is not up (yet, or again) would make a call
+ * wait for it, for up to the call's timeout: a tick must not. The caller
+ * keeps what it could not do and tries again. */
+static int systemd_bus_usable(sd_bus *bus) {
+        if (!bus)
+                return -ENOTCONN;
+        int r = sd_bus_is_ready(bus);
+        if (r < 0)
+                return r;
+        return r > 0 ? 0 : -ENOTCONN;
+}
+
 int systemd_get_allowed_cpus(sd_bus *bus, const char *unit, CpuSet *ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *prop = NULL;
@@ -112,6 +124,9 @@ int systemd_get_allowed_cpus(sd_bus *bus, const char *unit, CpuSet *ret) {
 
         if (!iface)
                 return -EINVAL;
+        r = systemd_bus_usable(bus);
+        if (r < 0)
+                return r;
         r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                                "org.freedesktop.systemd1.Manager", "GetUnit", &error, &reply, "s", unit);
         if (r < 0)
@@ -138,6 +153,9 @@ int systemd_set_allowed_cpus(sd_bus *bus, const char *unit, hwloc_const_bitmap_t
         size_t size;
         int r;
 
+        r = systemd_bus_usable(bus);
+        if (r < 0)
+                return r;
         r = cpuset_to_unit_bitmask(set, &bytes, &size);
         if (r < 0)
                 return r;

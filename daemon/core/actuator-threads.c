@@ -660,11 +660,10 @@ int act_release_thread(ActCtx *c, ActThread *t) {
                         t->cgroup, (int) tid);
                 return 0;
         }
-        if (r < 0) {
-                log_warning_errno(r, "cgroup %s tid %d: cannot read the thread's mask; not restored",
-                                  t->cgroup, (int) tid);
-                return 0;
-        }
+        if (r < 0)
+                return log_warning_errno(r, "cgroup %s tid %d: cannot read the thread's mask; kept to be "
+                                         "given back later",
+                                         t->cgroup, (int) tid);
         /* Steerd's: what it set last, what it was about to set when a
          * predecessor died, or (a change that never happened) the original. */
         if (!act_cpuset_equal_on(cur, t->last_set, c->online) &&
@@ -689,12 +688,13 @@ int act_release_thread(ActCtx *c, ActThread *t) {
                 r = thread_set_affinity_all(tid, a->affinity_bytes);
         if (r >= 0)
                 r = thread_get_affinity(tid, &got);
-        if (r < 0) {
-                if (r != -ESRCH)
-                        log_warning_errno(r, "cgroup %s tid %d: giving back CPUs %s failed", t->cgroup,
-                                          (int) tid, cpuset_to_string(t->original, b1, sizeof(b1)));
+        if (r == -ESRCH)
                 return 0;
-        }
+        if (r < 0)
+                return log_struct_errno(LOG_WARNING, r, STEERD_MESSAGE_RESTORE,
+                                        "cgroup %s tid %d: giving back CPUs %s failed; kept to be given "
+                                        "back later",
+                                        t->cgroup, (int) tid, cpuset_to_string(t->original, b1, sizeof(b1)));
         log_struct(LOG_INFO, STEERD_MESSAGE_RESTORE, "cgroup %s tid %d: CPUs %s -> %s, given back",
                    t->cgroup, (int) tid, cpuset_to_string(cur, b1, sizeof(b1)),
                    cpuset_to_string(got, b2, sizeof(b2)));

@@ -852,6 +852,9 @@ typedef struct Restored {
         CpuSet original;
 } Restored;
 
+/* A give-back that failed for a reason other than the thing being gone
+ * (the bus is down, the kernel refused) keeps its record: it stays in the
+ * state file for a successor, and steerd tries again (actuator_retry()). */
 static int release_one(Actuator *a, const char *cgroup) {
         _cleanup_(act_ctx_done) ActCtx c = {};
         Restored *exact = NULL;
@@ -871,6 +874,12 @@ static int release_one(Actuator *a, const char *cgroup) {
                 CpuSet orig = hwloc_bitmap_dup(t->original);
                 pid_t tid = t->tid;
                 r = act_release_thread(&c, t);
+                if (r < 0) {
+                        if (ret == 0)
+                                ret = r;
+                        hwloc_bitmap_free(orig);
+                        continue; /* kept: given back later, or by a successor */
+                }
                 actuator_forget_thread(a, tid);
                 if (r > 0 && orig) {
                         Restored *n = reallocarray(exact, n_exact + 1, sizeof(Restored));
@@ -885,10 +894,12 @@ static int release_one(Actuator *a, const char *cgroup) {
         ActCgroup *crec = actuator_find_owned(a, cgroup);
         if (crec) {
                 r = act_release_cgroup_record(&c, crec);
-                if (r < 0)
-                        ret = r;
                 bool written = r > 0;
-                actuator_forget_owned(a, cgroup);
+                if (r < 0) {
+                        if (ret == 0)
+                                ret = r;
+                } else
+                        actuator_forget_owned(a, cgroup);
 
                 /* Kernels before 6.2 reset every task of a cpuset whose CPUs
                  * are written: give the exact originals back once more. */
@@ -907,7 +918,8 @@ static int release_one(Actuator *a, const char *cgroup) {
                 hwloc_bitmap_free(exact[i].original);
         free(exact);
 
-        hands_off_clear_cgroup(a, cgroup);
+        if (ret == 0)
+                hands_off_clear_cgroup(a, cgroup);
         a->dirty = true;
         return ret;
 }
@@ -922,24 +934,59 @@ int actuator_release_cgroup(Actuator *a, const char *cgroup) {
         return r;
 }
 
-int actuator_release_all(Actuator *a) {
-        int r = 0;
+/* The distinct cgroups of every record, each once: a record whose
+ * give-back fails stays, so the list is taken before releasing. */
+static int owned_cgroup_names(const Actuator *a, char ***ret, size_t *ret_n) {
+        _cleanup_(freep) char **names = NULL;
+        size_t n = 0, cap = a->n_threads + a->n_owned + a->n_hands_off;
 
-        if (!a)
-                return -EINVAL;
-        for (;;) {
-                _cleanup_(freep) char *name = NULL;
-                if (a->n_threads > 0)
-                        name = strdup(a->threads[0].cgroup);
-                else if (a->n_owned > 0)
-                        name = strdup(a->owned[0].name);
-                else if (a->n_hands_off > 0)
-                        name = strdup(a->hands_off[0].cgroup);
-                else
-                        break;
-                if (!name)
+        names = calloc(cap + 1, sizeof(char *));
+        if (!names)
+                return -ENOMEM;
+        for (size_t i = 0; i < cap; i++) {
+                const char *name = i < a->n_threads                ? a->threads[i].cgroup
+                                   : i < a->n_threads + a->n_owned ? a->owned[i - a->n_threads].name
+                                                                   : a->hands_off[i - a->n_threads - a->n_owned].cgroup;
+                bool seen = false;
+                for (size_t k = 0; k < n && !seen; k++)
+                        seen = streq(names[k], name);
+                if (!seen)
+                        names[n++] = (char *) name;
+        }
+        *ret = TAKE_PTR(names);
+        *ret_n = n;
+        return 0;
+}
+
+static bool cgroup_listed(const Actuator *a, const char *name) {
+        for (size_t i = 0; i < a->n_cgroups; i++)
+                if (streq(a->cgroups[i].name, name))
+                        return true;
+        return false;
+}
+
+/* only_unlisted: only the cgroups not in actuator_set_cgroups()'s list. */
+static int release_many(Actuator *a, bool only_unlisted) {
+        _cleanup_(freep) char **borrowed = NULL;
+        size_t n = 0;
+        int r;
+
+        r = owned_cgroup_names(a, &borrowed, &n);
+        if (r < 0)
+                return r;
+        /* The names point into records that release_one() frees. */
+        _cleanup_strv_free_ char **names = calloc(n + 1, sizeof(char *));
+        if (!names)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (!(names[i] = strdup(borrowed[i])))
                         return -ENOMEM;
-                int k = release_one(a, name);
+
+        r = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (only_unlisted && cgroup_listed(a, names[i]))
+                        continue;
+                int k = release_one(a, names[i]);
                 if (k == -ENOMEM)
                         return k;
                 if (k < 0 && r == 0)
@@ -947,4 +994,47 @@ int actuator_release_all(Actuator *a) {
         }
         act_save_state(a);
         return r;
+}
+
+int actuator_release_all(Actuator *a) {
+        if (!a)
+                return -EINVAL;
+        return release_many(a, false);
+}
+
+int actuator_retry(Actuator *a, bool all) {
+        if (!a)
+                return -EINVAL;
+        if (a->n_threads == 0 && a->n_owned == 0)
+                return 0;
+        return release_many(a, !all);
+}
+
+void actuator_set_bus(Actuator *a, sd_bus *bus) {
+        if (!a)
+                return;
+        sd_bus_unref(a->bus);
+        a->bus = bus ? sd_bus_ref(bus) : NULL;
+}
+
+size_t actuator_kept_description(const Actuator *a, char *buf, size_t size) {
+        _cleanup_(freep) char **names = NULL;
+        size_t n = 0, len = 0;
+
+        if (!buf || size == 0)
+                return 0;
+        buf[0] = '\0';
+        if (!a || owned_cgroup_names(a, &names, &n) < 0)
+                return 0;
+        for (size_t i = 0; i < n && len + 1 < size; i++) {
+                size_t nt = 0;
+                for (size_t k = 0; k < a->n_threads; k++)
+                        nt += streq(a->threads[k].cgroup, names[i]);
+                int w = snprintf(buf + len, size - len, "%s%s (%s%zu thread%s)", i ? ", " : "", names[i],
+                                 actuator_find_owned(a, names[i]) ? "its CPUs, " : "", nt, nt == 1 ? "" : "s");
+                if (w < 0)
+                        break;
+                len = MIN(len + (size_t) w, size - 1);
+        }
+        return n;
 }

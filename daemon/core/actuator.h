@@ -121,17 +121,35 @@ hwloc_const_bitmap_t actuator_cgroup_original(const Actuator *a, const char *cgr
 /* Give back everything of one cgroup (opt-out), or everything (mode off,
  * SIGTERM). Threads whose starttime no longer matches are skipped; a mask
  * someone else changed since is left alone; a cgroup that is gone is logged
- * and dropped. Clears the cgroup's hands-off marks. 0, or the first error
- * giving a cgroup's CPUs back (logged; the record is dropped anyway). */
+ * and dropped. A give-back that fails for any other reason (the bus is
+ * down, the kernel refuses) is logged with the cgroup, the tid and the
+ * error, and its record is KEPT, in memory and in the state file, so that
+ * actuator_retry() or a successor gives it back: nothing is ever dropped
+ * silently. 0 when everything was given back, else the first error. */
 int actuator_release_cgroup(Actuator *a, const char *cgroup);
 int actuator_release_all(Actuator *a);
+/* Try again what is still recorded: everything (all), or only the records
+ * of cgroups that are not in actuator_set_cgroups()'s list (a predecessor's
+ * leftovers, failed give-backs of cgroups opted out since). */
+int actuator_retry(Actuator *a, bool all);
+/* The system bus changed (reconnected): NULL when there is none. */
+void actuator_set_bus(Actuator *a, sd_bus *bus);
 
-/* At start: restore what a killed predecessor left in state_path, then
- * remove the file. Entries whose tid's starttime differs are skipped;
- * masks changed since by someone else are left alone. 0 also when there is
- * no file. A malformed file is logged with its name, renamed to
+/* At start, on the daemon's own actuator (still empty): take over what a
+ * killed or failed predecessor left in the actuator's state file and give it
+ * back. What cannot be given back now stays recorded (and in the file) for
+ * actuator_retry() and the stop. Entries whose tid's starttime differs are
+ * skipped; masks changed since by someone else are left alone. 0 also when
+ * there is no file. A malformed file is logged with its name, renamed to
  * STATE_PATH.bad, nothing is touched, and -EBADMSG returned. */
+int actuator_take_over(Actuator *a);
+/* The same with an actuator of its own (tests, tools): what cannot be given
+ * back is left in the file. */
 int actuator_restore_predecessor(const RootDir *root, const char *state_path, sd_bus *bus);
+
+/* "NAME (its CPUs, N threads), ..." of every cgroup a record is kept for,
+ * for messages; returns how many cgroups. */
+size_t actuator_kept_description(const Actuator *a, char *buf, size_t size);
 
 /* How many threads and cgroups the actuator currently owns. */
 void actuator_counts(const Actuator *a, size_t *ret_threads, size_t *ret_cgroups);

@@ -22,7 +22,10 @@ static int vlog(int level, int error, const char *message_id, const char *fmt, v
         if (level >= LOG_DEBUG && !log_debug_enabled())
                 goto out;
 
-        vsnprintf(buf, sizeof(buf), fmt, ap);
+        int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+        /* The reason belongs in the message, in the journal as on a terminal. */
+        if (error != 0 && n >= 0 && (size_t) n < sizeof(buf))
+                snprintf(buf + n, sizeof(buf) - (size_t) n, ": %s", strerror(error < 0 ? -error : error));
 
         if (log_to_journal()) {
                 char prio[16], mid[64], err[32];
@@ -32,9 +35,7 @@ static int vlog(int level, int error, const char *message_id, const char *fmt, v
                 sd_journal_send("MESSAGE=%s", buf, prio, "SYSLOG_IDENTIFIER=steerd",
                                 message_id ? mid : "STEERD_NO_ID=1", error ? err : "STEERD_NO_ERRNO=1",
                                 NULL);
-        } else if (error != 0)
-                fprintf(stderr, "%s: %s\n", buf, strerror(error < 0 ? -error : error));
-        else
+        } else
                 fprintf(stderr, "%s\n", buf);
 out:
         errno = saved;

@@ -30,6 +30,7 @@ int log_internal(int level, int error, const char *message_id, const char *fmt, 
 #define log_info(...) log_full_errno(LOG_INFO, 0, __VA_ARGS__)
 #define log_debug(...) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
 #define log_struct(level, id, ...) log_internal((level), 0, (id), __VA_ARGS__)
+#define log_struct_errno(level, error, id, ...) log_internal((level), (error), (id), __VA_ARGS__)
 
 /* A malformed input: names the file and line. Returns -EBADMSG. */
 int log_parse_error(const char *file, unsigned line, const char *fmt, ...) _printf_(3, 4);
