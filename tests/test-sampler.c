@@ -518,6 +518,10 @@ static void test_live_kept_fds(void **state) {
         SamplerCgroup cg = {.name = "/steerd-test-sampler", .loc = &loc, .policy = CGROUP_POLICY_LATENCY};
         base = count_fds();
         assert_int_equal(sampler_new(root, topo, &st, &sp), 0);
+        /* What the daemon does where balancing has no use for runnable (one
+         * LLC): whatever this host's runnable source is (without debugfs it
+         * is every thread of the host), only the cgroup's threads are read. */
+        sampler_set_runnable_needed(sp, false);
         assert_int_equal(sampler_sample(sp, now_usec(), &cg, 1, &s), -EAGAIN);
         /* stat and schedstat of both threads stay open (two per thread) */
         assert_int_equal(count_fds(), base + 4);

@@ -21,19 +21,6 @@ static int read_trimmed(const RootDir *root, const char *dir, const char *name, 
         return 0;
 }
 
-static int read_cpus_file(const RootDir *root, const char *dir, const char *name, CpuSet *ret) {
-        _cleanup_(freep) char *text = NULL;
-        int r;
-
-        r = read_trimmed(root, dir, name, &text);
-        if (r < 0)
-                return r;
-        r = cpuset_parse(text, ret);
-        if (r < 0)
-                return log_warning_errno(r, "%s/%s: not a CPU list: '%s'", dir, name, text);
-        return 0;
-}
-
 static int parent_dir(const char *dir, char **ret) {
         char *p = strdup(dir), *slash;
 
@@ -50,15 +37,7 @@ static int parent_dir(const char *dir, char **ret) {
 }
 
 int act_cgroup_effective(const RootDir *root, const char *dir, bool v2, CpuSet *ret) {
-        int r;
-
-        if (v2)
-                return read_cpus_file(root, dir, "cpuset.cpus.effective", ret);
-        /* Kernels before 4.x had no effective_cpus; there cpus is effective. */
-        r = read_cpus_file(root, dir, "cpuset.effective_cpus", ret);
-        if (r == -ENOENT)
-                r = read_cpus_file(root, dir, "cpuset.cpus", ret);
-        return r;
+        return cgroup_effective_cpus(root, dir, v2, ret);
 }
 
 int act_cgroup_parent_effective(const RootDir *root, const char *dir, bool v2, CpuSet *ret) {
@@ -283,6 +262,61 @@ fail:
         return r;
 }
 
+/* systemd writes the cgroup's cpuset.cpus after SetUnitProperties() has
+ * returned, when it realizes the unit's cgroup. Until it has, the threads'
+ * masks are not what they will be (kernels before 6.2 reset them at the
+ * write), so steerd waits for it, briefly: its tick is a tenth of a second.
+ * AllowedCPUs= emptied cannot be realized on a populated cgroup (the kernel
+ * refuses "" with ENOSPC, and systemd only logs it): the cgroup keeps
+ * steerd's window. What "" would give, the parent's effective CPUs, is
+ * written directly then, as the cpuset backend does. */
+#define REALIZE_WAIT_USEC (1000 * USEC_PER_MSEC)
+#define REALIZE_EMPTY_WAIT_USEC (300 * USEC_PER_MSEC)
+#define REALIZE_POLL_USEC (10 * USEC_PER_MSEC)
+
+static int systemd_await_realized(ActCtx *c, const ActCgroup *crec, hwloc_const_bitmap_t want) {
+        Actuator *a = c->a;
+        bool empty = hwloc_bitmap_iszero(want);
+        uint64_t waited = 0, limit = empty ? REALIZE_EMPTY_WAIT_USEC : REALIZE_WAIT_USEC;
+        _cleanup_(freep) char *text = NULL;
+        int r;
+
+        if (!a->live)
+                return 0;
+        for (;; waited += REALIZE_POLL_USEC) {
+                _cleanup_cpuset_ CpuSet cur = NULL;
+                free(text);
+                text = NULL;
+                r = act_cgroup_read_cpus_text(a->root, crec->dir, &text);
+                if (r == -ENOENT && empty)
+                        return 0; /* no cpuset controller here (any more): nothing to wait for */
+                if (r >= 0 && (empty ? !*text : cpuset_parse(text, &cur) >= 0 && hwloc_bitmap_isequal(cur, want)))
+                        return 0;
+                if (waited >= limit)
+                        break;
+                (void) usleep(REALIZE_POLL_USEC);
+        }
+        if (!empty) {
+                log_notice("cgroup %s: systemd has not written AllowedCPUs to cpuset.cpus within %llu ms "
+                           "(it is '%s')",
+                           crec->name, (unsigned long long) (limit / USEC_PER_MSEC), text ?: "unreadable");
+                return 0;
+        }
+
+        _cleanup_cpuset_ CpuSet parent = NULL;
+        _cleanup_(freep) char *t2 = NULL;
+        r = act_cgroup_parent_effective(a->root, crec->dir, crec->v2, &parent);
+        if (r < 0)
+                return log_warning_errno(r, "cgroup %s: cannot read its parent's CPUs", crec->name);
+        r = cpuset_format(parent, &t2);
+        if (r < 0)
+                return r;
+        log_notice("cgroup %s: AllowedCPUs of %s emptied, but the kernel does not let a populated cgroup's "
+                   "cpuset.cpus go back to '' (inherit); writing its parent's CPUs %s instead",
+                   crec->name, crec->unit, t2);
+        return act_cgroup_write_cpus(a, crec->dir, t2);
+}
+
 static int cgroup_write(ActCtx *c, const ActCgroup *crec, const char *text) {
         int r;
 
@@ -291,7 +325,10 @@ static int cgroup_write(ActCtx *c, const ActCgroup *crec, const char *text) {
                 r = cpuset_parse(text, &s);
                 if (r < 0)
                         return r;
-                return systemd_set_allowed_cpus(c->a->bus, crec->unit, s);
+                r = systemd_set_allowed_cpus(c->a->bus, crec->unit, s);
+                if (r < 0)
+                        return r;
+                return systemd_await_realized(c, crec, s);
         }
         r = act_cgroup_write_cpus(c->a, crec->dir, text);
         if (r == -ENOSPC && !*text) {
@@ -455,6 +492,44 @@ void act_cgroup_gone(ActCtx *c, const char *cgroup, const char *dir) {
         }
 }
 
+/* The threads of the cgroup whose masks are their own (act_record_own_mask()). */
+static int record_own_masks(ActCtx *c, const char *cgroup, const CgroupSample *cs, hwloc_const_bitmap_t cg_cpus) {
+        _cleanup_cpuset_ CpuSet cg_on = NULL;
+        unsigned n = 0;
+        int r;
+
+        if (!c->a->live || !cs)
+                return 0;
+        cg_on = hwloc_bitmap_dup(cg_cpus);
+        if (!cg_on)
+                return -ENOMEM;
+        act_and_online(c, cg_on);
+        for (size_t i = 0; i < cs->n_threads; i++) {
+                const ThreadSample *ts = &cs->threads[i];
+                if (!ts->allowed || hwloc_bitmap_isincluded(cg_on, ts->allowed))
+                        continue;
+                r = act_record_own_mask(c->a, cgroup, ts->tid, ts->starttime, cg_cpus);
+                if (r < 0)
+                        return r;
+                n += r;
+        }
+        if (n > 0)
+                log_debug("cgroup %s: %u thread%s with masks of their own recorded, to keep them across the "
+                          "cgroup's changes",
+                          cgroup, n, n == 1 ? "" : "s");
+        return 0;
+}
+
+/* After a give-back of the cgroup's CPUs, the own-mask records (no request
+ * of steerd's) have done their job. */
+static void forget_own_masks(Actuator *a, const char *cgroup) {
+        for (size_t i = a->n_threads; i > 0; i--) {
+                const ActThread *t = &a->threads[i - 1];
+                if (streq(t->cgroup, cgroup) && !t->request)
+                        actuator_forget_thread(a, t->tid);
+        }
+}
+
 int act_apply_cgroup_file(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActCgroup *crec,
                           ActuatorBackend backend, const Action *act) {
         Actuator *a = c->a;
@@ -489,6 +564,9 @@ int act_apply_cgroup_file(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, 
                         return r;
                 }
                 crec = actuator_find_owned(a, cg->name);
+                r = record_own_masks(c, cg->name, cs, crec->original);
+                if (r < 0)
+                        return r;
         }
 
         orig_on = hwloc_bitmap_dup(crec->original);
@@ -582,7 +660,9 @@ int act_apply_cgroup_file(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, 
                 if (!now)
                         return -ENOMEM;
                 actuator_forget_owned(a, cg->name);
-                return cgroup_fixup_threads(c, cg->name, now);
+                r = cgroup_fixup_threads(c, cg->name, now);
+                forget_own_masks(a, cg->name);
+                return r;
         }
 
         log_struct(LOG_INFO, STEERD_MESSAGE_ACTION, "cgroup %s: CPUs %s -> %s (%s backend; %s %s: %s)",

@@ -166,6 +166,14 @@ int act_apply_cgroup_threads(ActCtx *c, const OptedIn *cg, const CgroupSample *c
 int act_adopt_new_threads(ActCtx *c);
 /* One new thread (proc connector): 1 if its mask was changed. */
 int act_adopt_thread(Actuator *a, const ActCgroup *crec, pid_t tid);
+/* Before steerd's first cgroup-wide write (cpuset or systemd backend): a
+ * thread of the cgroup with a mask of its own (narrower than cg_cpus, the
+ * cgroup's CPUs: an operator's taskset) is recorded with that mask as its
+ * original. Kernels before 6.2 reset every task of a cpuset whose CPUs are
+ * written; the record is what sets it again while the window holds and gives
+ * it back after. 1 if recorded. */
+int act_record_own_mask(Actuator *a, const char *cgroup, pid_t tid, uint64_t starttime,
+                        hwloc_const_bitmap_t cg_cpus);
 /* Give a thread its original back if its mask is still steerd's. 1 if it
  * got its exact (not "every CPU") original back, 0 when done otherwise (or
  * nothing to do: gone, someone else's); the caller then forgets it. < 0: the

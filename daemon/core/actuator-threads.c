@@ -172,6 +172,31 @@ static int thread_record(Actuator *a, const char *cgroup, pid_t tid, uint64_t st
         return 0;
 }
 
+int act_record_own_mask(Actuator *a, const char *cgroup, pid_t tid, uint64_t starttime,
+                        hwloc_const_bitmap_t cg_cpus) {
+        ActThread *t = NULL;
+        int r;
+
+        if (!a->live || actuator_find_thread(a, tid))
+                return 0;
+        r = act_thread_check_identity(a, tid, starttime);
+        if (r < 0)
+                return r == -ESRCH ? 0 : r;
+        r = thread_record(a, cgroup, tid, starttime, cg_cpus, NULL, NULL, &t);
+        if (r == -ESRCH)
+                return 0;
+        if (r < 0)
+                return r;
+        if (t->original_full) {
+                /* Its mask covers the cgroup after all: nothing of its own. */
+                actuator_forget_thread(a, tid);
+                return 0;
+        }
+        t->unapplied = false;
+        a->dirty = true;
+        return 1;
+}
+
 static bool thread_restore_is_full(const ActThread *t, hwloc_const_bitmap_t cpus,
                                    hwloc_const_bitmap_t cg_now, hwloc_const_bitmap_t online) {
         _cleanup_cpuset_ CpuSet want = NULL;

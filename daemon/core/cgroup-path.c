@@ -103,3 +103,54 @@ int cgroup_resolve(const RootDir *root, const CgroupMounts *m, const char *name,
         *ret = (CgroupLocation){.dir = dir, .v2 = v2};
         return 0;
 }
+
+static int read_cpus(const RootDir *root, const char *dir, const char *name, CpuSet *ret) {
+        _cleanup_(freep) char *path = NULL, *text = NULL;
+        int r;
+
+        if (asprintf(&path, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        r = rootdir_read_file(root, path, &text, NULL);
+        if (r < 0)
+                return r;
+        r = cpuset_parse(text, ret);
+        if (r < 0)
+                return log_parse_error(path, 1, "not a CPU list: '%.64s'", text);
+        return 0;
+}
+
+int cgroup_effective_cpus(const RootDir *root, const char *dir, bool v2, CpuSet *ret) {
+        _cleanup_(freep) char *d = NULL;
+        int r;
+
+        if (!root || !dir || !ret)
+                return -EINVAL;
+        if (!v2) {
+                /* Kernels before 4.x had no effective_cpus; there cpus is effective. */
+                r = read_cpus(root, dir, "cpuset.effective_cpus", ret);
+                if (r == -ENOENT)
+                        r = read_cpus(root, dir, "cpuset.cpus", ret);
+                return r;
+        }
+        /* A v2 cgroup whose parent does not enable the cpuset controller has
+         * no cpuset files: its tasks get what the nearest ancestor with them
+         * has (a scope inside a slice with AllowedCPUs= is confined by the
+         * slice). The walk stops at the first directory that is no cgroup. */
+        d = strdup(dir);
+        if (!d)
+                return -ENOMEM;
+        for (;;) {
+                r = read_cpus(root, d, "cpuset.cpus.effective", ret);
+                if (r != -ENOENT)
+                        return r;
+                _cleanup_(freep) char *probe = NULL;
+                if (asprintf(&probe, "%s/cgroup.controllers", d) < 0)
+                        return -ENOMEM;
+                if (rootdir_access(root, probe, F_OK) < 0)
+                        return -ENOENT; /* left the hierarchy, or the cgroup is gone */
+                char *slash = strrchr(d, '/');
+                if (!slash || slash == d)
+                        return -ENOENT;
+                *slash = '\0';
+        }
+}

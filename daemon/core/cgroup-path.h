@@ -5,6 +5,7 @@
  * cgroup2 mount and under the cpuset v1 mount (hybrid hosts have both);
  * an absolute directory path below a cgroup mount is taken as it is. */
 
+#include "cpuset.h"
 #include "rootdir.h"
 
 typedef struct CgroupMounts {
@@ -24,3 +25,10 @@ typedef struct CgroupLocation {
 void cgroup_location_done(CgroupLocation *l);
 /* -ENOENT if the cgroup exists in no hierarchy that steerd can steer. */
 int cgroup_resolve(const RootDir *root, const CgroupMounts *m, const char *name, CgroupLocation *ret);
+
+/* The CPUs the tasks of the cgroup at dir may use now: v2
+ * cpuset.cpus.effective, or, for a cgroup without the cpuset controller, its
+ * nearest ancestor's; v1 cpuset.effective_cpus, else cpuset.cpus. -ENOENT
+ * when neither the cgroup nor an ancestor has them. The one reader of a
+ * cgroup's CPUs: the sampler and the actuator agree. */
+int cgroup_effective_cpus(const RootDir *root, const char *dir, bool v2, CpuSet *ret);

@@ -450,37 +450,12 @@ static int scan_all_threads(Sampler *s, ThreadTable *t, uint64_t now_us, bool *r
 
 /* ---- cgroups ---- */
 
-static int read_cpuset_file(Sampler *s, const char *dir, const char *name, CpuSet *ret) {
-        _cleanup_(freep) char *path = NULL, *text = NULL;
-        int r;
-
-        if (asprintf(&path, "%s/%s", dir, name) < 0)
-                return -ENOMEM;
-        r = read_file(s, path, &text);
-        if (r < 0)
+/* The cgroup's effective CPUs (cgroup_effective_cpus()); a v2 hierarchy
+ * without the cpuset controller anywhere: all online. */
+static int sampler_cgroup_cpus(Sampler *s, const char *dir, bool v2, hwloc_const_bitmap_t online, CpuSet *ret) {
+        int r = cgroup_effective_cpus(s->root, dir, v2, ret);
+        if (r != -ENOENT || !v2)
                 return r;
-        r = cpuset_parse(text, ret);
-        if (r < 0)
-                return log_parse_error(DISPLAY(s, path), 1, "not a CPU list");
-        return 0;
-}
-
-/* The cgroup's effective CPUs; v2 without the cpuset controller: all online. */
-static int cgroup_effective_cpus(Sampler *s, const char *dir, bool v2, hwloc_const_bitmap_t online,
-                                 CpuSet *ret) {
-        const char *const names_v2[] = {"cpuset.cpus.effective"}, *const names_v1[] = {
-                                                                          "cpuset.effective_cpus",
-                                                                          "cpuset.cpus"};
-        const char *const *names = v2 ? names_v2 : names_v1;
-        size_t n = v2 ? ELEMENTSOF(names_v2) : ELEMENTSOF(names_v1);
-
-        for (size_t i = 0; i < n; i++) {
-                int r = read_cpuset_file(s, dir, names[i], ret);
-                if (r != -ENOENT)
-                        return r;
-        }
-        if (!v2)
-                return -ENOENT;
         *ret = hwloc_bitmap_dup(online);
         return *ret ? 0 : -ENOMEM;
 }
@@ -503,7 +478,7 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
         if (r < 0)
                 return r; /* -ENOENT: the cgroup is gone */
 
-        r = cgroup_effective_cpus(s, dir, sc->loc->v2, online, &c->cpus);
+        r = sampler_cgroup_cpus(s, dir, sc->loc->v2, online, &c->cpus);
         if (r < 0)
                 return r;
         hwloc_bitmap_and(c->cpus, c->cpus, online);
@@ -516,7 +491,7 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
         char *slash = strrchr(parent, '/');
         if (slash && slash != parent)
                 *slash = '\0';
-        if (cgroup_effective_cpus(s, parent, sc->loc->v2, online, &parent_cpus) < 0) {
+        if (sampler_cgroup_cpus(s, parent, sc->loc->v2, online, &parent_cpus) < 0) {
                 parent_cpus = hwloc_bitmap_dup(online);
                 if (!parent_cpus)
                         return -ENOMEM;
