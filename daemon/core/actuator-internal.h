@@ -175,7 +175,8 @@ int act_adopt_thread(Actuator *a, const ActCgroup *crec, pid_t tid);
 int act_record_own_mask(Actuator *a, const char *cgroup, pid_t tid, uint64_t starttime,
                         hwloc_const_bitmap_t cg_cpus);
 /* Give a thread its original back if its mask is still steerd's. 1 if it
- * got its exact (not "every CPU") original back, 0 when done otherwise (or
+ * had a mask of its own (not "every CPU"), to be set once more after its
+ * cgroup's CPUs are given back, 0 when done otherwise (or
  * nothing to do: gone, someone else's); the caller then forgets it. < 0: the
  * give-back failed and the caller keeps the record. */
 int act_release_thread(ActCtx *c, ActThread *t);

@@ -723,7 +723,9 @@ int act_release_thread(ActCtx *c, ActThread *t) {
         log_struct(LOG_INFO, STEERD_MESSAGE_RESTORE, "cgroup %s tid %d: CPUs %s -> %s, given back",
                    t->cgroup, (int) tid, cpuset_to_string(cur, b1, sizeof(b1)),
                    cpuset_to_string(got, b2, sizeof(b2)));
-        return exact ? 1 : 0;
+        /* A mask of its own that the window left no room for (EINVAL) is
+         * set once the cgroup's CPUs are given back (release_one()). */
+        return t->original_full ? 0 : 1;
 }
 
 int actuator_adopt_child(Actuator *a, const char *cgroup, pid_t child_tid) {
