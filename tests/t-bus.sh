@@ -471,6 +471,55 @@ start_daemon "$TMP/nopersist.conf"
 grep -q "\"runtime\"" <<<"$(list_now)" && fail "PersistRuntime=no still took the saved opt-ins: $(list_now)"
 echo "restart: runtime changes persist, and PersistRuntime=no ignores them: ok"
 
+# ---- the bus restarted under steerd: it reconnects and owns its name again ----
+start_bus() {
+        dbus-daemon --config-file="$TMP/bus.conf" --nofork --nopidfile >>"$TMP/bus.log" 2>&1 &
+        BUS_PID=$!
+        for _ in $(seq 100); do [ -S "$SOCKET" ] && return 0; sleep 0.05; done
+        fail "dbus-daemon did not start again"
+}
+restart_bus() { # SECONDS-DOWN
+        kill "$BUS_PID"
+        wait "$BUS_PID" 2>/dev/null
+        rm -f "$SOCKET"
+        sleep "$1"
+        start_bus
+}
+back_on_bus() { # what must hold: steerctl answers, from the same steerd
+        for _ in $(seq 150); do
+                if "$STEERCTL" status >/dev/null 2>&1; then
+                        owner=$(busctl --address="$DBUS_SYSTEM_BUS_ADDRESS" status org.steerd1 2>/dev/null | awk -F= '$1 == "PID" { print $2 }')
+                        [ "$owner" = "$DAEMON" ] && return 0
+                fi
+                kill -0 "$DAEMON" 2>/dev/null || fail "steerd exited when the bus went away"
+                sleep 0.1
+        done
+        fail "steerd was not back on the bus within 15 s of $1 (owner '${owner:-none}', steerd $DAEMON)"
+}
+t0=$(date +%s%N)
+restart_bus 0.2
+back_on_bus "a bus restart"
+echo "bus restarted under steerd: back on the bus in $((($(date +%s%N) - t0) / 1000000)) ms, same PID: ok"
+# Gone for longer (a bus that comes back later): still steering meanwhile, back after.
+restart_bus 3
+back_on_bus "a bus away for 3 s"
+grep -q "The system bus connection was lost; reconnecting" "$TMP/steerd.log" || fail "steerd did not say it lost the bus"
+sctl 0 mode latency
+sctl 0 mode balanced
+echo "bus away for 3 s: steerd reconnected and takes changes again: ok"
+# A bus that starts after steerd: steerd waits for it (watch-bind) without blocking.
+stop_daemon
+kill "$BUS_PID"
+wait "$BUS_PID" 2>/dev/null
+rm -f "$SOCKET"
+STEERD_LOG_STDERR=1 "$STEERD" --config "$TMP/steerd.conf" "${DAEMON_ARGS[@]:2}" >>"$TMP/steerd.log" 2>&1 &
+DAEMON=$!
+sleep 1
+kill -0 "$DAEMON" 2>/dev/null || fail "steerd did not start without a bus"
+start_bus
+back_on_bus "a bus that started after steerd"
+echo "bus started after steerd: steerd connected when it came: ok"
+
 # ---- steerd gone: a clear message, exit 1 ----
 kill -TERM "$DAEMON"
 wait "$DAEMON"
