@@ -386,10 +386,18 @@ static void test_state_round_trip(void **state) {
         assert_true(exists(f->state));
         assert_file(f->dir, V1 "/bench1/cpuset.cpus", "1");
 
+        /* Killed between creating its temporary and renaming it, once. */
+        char tmp[PATH_MAX], other[PATH_MAX];
+        snprintf(tmp, sizeof(tmp), "%s/.run-state.json.Ab12Cd", f->dir);
+        snprintf(other, sizeof(other), "%s/.run-state.json.keep-me", f->dir);
+        test_write_file("/", tmp, "");
+        test_write_file("/", other, "");
         assert_int_equal(actuator_restore_predecessor(f->root, f->state, NULL), 0);
         assert_file(f->dir, V1 "/bench1/cpuset.cpus", "0-3");
         assert_file(f->dir, V2 "/app/cpuset.cpus", "");
         assert_false(exists(f->state));
+        assert_false(exists(tmp));
+        assert_true(exists(other)); /* not one of steerd's temporaries */
         /* No file: nothing to do. */
         assert_int_equal(actuator_restore_predecessor(f->root, f->state, NULL), 0);
 

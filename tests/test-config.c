@@ -109,6 +109,69 @@ static void test_bad_files(void **state) {
         free(dir);
 }
 
+/* Time spans as systemd's units write them, and plain milliseconds. */
+static void test_time_spans(void **state) {
+        static const struct {
+                const char *value;
+                uint64_t ms;
+        } good[] = {
+                {"100", 100}, {"100ms", 100}, {"1s", 1000}, {"1.5s", 1500}, {"2min", 120000},
+                {"1min 30s", 90000}, {"1 s", 1000}, {"250 msec", 250}, {"2000us", 2},
+        };
+        static const char *const bad[] = {"1x", "s", "-1s", "1s 500", "100.5", "1.0005s", "", "1ss", "1500us"};
+        char *dir = test_mkdtemp();
+
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                Config *c = NULL;
+                char text[128];
+                snprintf(text, sizeof(text), "[Policy]\nGuardWindowMs=%s\n", good[i].value);
+                char *p = write_conf(dir, "t.conf", text);
+                if (config_load(p, false, &c) != 0)
+                        fail_msg("'%s' refused", good[i].value);
+                if (c->settings.guard_window_ms != good[i].ms)
+                        fail_msg("'%s' -> %llu ms, expected %llu", good[i].value,
+                                 (unsigned long long) c->settings.guard_window_ms, (unsigned long long) good[i].ms);
+                config_free(c);
+                free(p);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                Config *c = NULL;
+                char text[128];
+                snprintf(text, sizeof(text), "[Policy]\nGuardWindowMs=%s\n", bad[i]);
+                char *p = write_conf(dir, "t.conf", text);
+                if (config_load(p, false, &c) != -EBADMSG)
+                        fail_msg("'%s' accepted", bad[i]);
+                assert_null(c);
+                free(p);
+        }
+        test_rm_rf(dir);
+        free(dir);
+}
+
+/* A reload shows every bad line at once, not only the first. */
+static void test_every_bad_line(void **state) {
+        char *dir = test_mkdtemp();
+        char *p = write_conf(dir, "steerd.conf",
+                             "[Manager]\nMode=turbo\nno equals here\nSamplePeriodMs=1\n[Policy]\nNope=1\n"
+                             "also not ini\n");
+        Config *c = NULL;
+        _cleanup_(freep) char *why = NULL;
+        assert_int_equal(config_load_full(p, false, &c, &why), -EBADMSG);
+        assert_null(c);
+        assert_non_null(why);
+        for (unsigned line = 2; line <= 7; line++) {
+                if (line == 5)
+                        continue; /* [Policy] is fine */
+                char needle[32];
+                snprintf(needle, sizeof(needle), "steerd.conf:%u: ", line);
+                if (!strstr(why, needle))
+                        fail_msg("line %u missing from: %s", line, why);
+        }
+        free(p);
+        test_rm_rf(dir);
+        free(dir);
+}
+
 static void test_bad_dropin_refuses_all(void **state) {
         char *dir = test_mkdtemp();
         char *p = write_conf(dir, "steerd.conf", "[Manager]\nMode=latency\n");
@@ -151,6 +214,8 @@ int main(void) {
                 cmocka_unit_test(test_shipped_config_parses),
                 cmocka_unit_test(test_full_file_and_dropins),
                 cmocka_unit_test(test_bad_files),
+                cmocka_unit_test(test_time_spans),
+                cmocka_unit_test(test_every_bad_line),
                 cmocka_unit_test(test_bad_dropin_refuses_all),
                 cmocka_unit_test(test_missing),
                 cmocka_unit_test(test_cgroup_paths),

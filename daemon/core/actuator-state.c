@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <libgen.h>
@@ -341,6 +342,27 @@ int actuator_state_load(Actuator *a, const char *path) {
         return 0;
 }
 
+/* A predecessor killed between mkostemp() and rename() left ".NAME.XXXXXX"
+ * next to the state file: never a state anyone reads, so it goes. */
+static void remove_stale_temporaries(const char *state_path) {
+        _cleanup_(freep) char *copy = strdup(state_path), *prefix = NULL;
+        const char *slash = strrchr(state_path, '/');
+
+        if (!copy || asprintf(&prefix, ".%s.", slash ? slash + 1 : state_path) < 0)
+                return;
+        const char *dir = dirname(copy);
+        _cleanup_(closedirp) DIR *d = opendir(dir);
+        if (!d)
+                return;
+        size_t n = strlen(prefix);
+        for (struct dirent *de; (de = readdir(d));) {
+                if (strncmp(de->d_name, prefix, n) != 0 || strlen(de->d_name) != n + 6)
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+                        log_debug("Removed %s/%s, a state file a killed steerd never finished", dir, de->d_name);
+        }
+}
+
 int actuator_take_over(Actuator *a) {
         _cleanup_(freep) char *bad = NULL;
         int r;
@@ -349,6 +371,7 @@ int actuator_take_over(Actuator *a) {
                 return -EINVAL;
         if (a->n_threads > 0 || a->n_owned > 0)
                 return -EBUSY;
+        remove_stale_temporaries(a->state_path);
         r = actuator_state_load(a, a->state_path);
         if (r == -ENOENT)
                 return 0;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <ctype.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <float.h>
@@ -20,6 +21,7 @@ typedef enum KeyType {
         KEY_MODE,
         KEY_STICKY_SCOPE,
         KEY_PATH, /* an absolute path or empty, into a char[4096] */
+        KEY_MSEC, /* milliseconds, or a time span ("100ms", "1s"), into a uint64_t */
 } KeyType;
 
 typedef struct KeyDef {
@@ -33,14 +35,14 @@ typedef struct KeyDef {
         { sec, key, t, offsetof(Settings, field), lo, hi }
 static const KeyDef key_table[] = {
         K("Manager", "Mode", KEY_MODE, mode, 0, 0),
-        K("Manager", "SamplePeriodMs", KEY_U64, sample_period_ms, 10, 60000),
-        K("Manager", "SmoothingHalfLifeMs", KEY_U64, smoothing_half_life_ms, 0, 600000),
+        K("Manager", "SamplePeriodMs", KEY_MSEC, sample_period_ms, 10, 60000),
+        K("Manager", "SmoothingHalfLifeMs", KEY_MSEC, smoothing_half_life_ms, 0, 600000),
         K("Manager", "CountSteal", KEY_BOOL, count_steal, 0, 0),
         K("Manager", "MaxScanThreads", KEY_UINT, max_scan_threads, 1, 10000000),
-        K("Manager", "RunnableIntervalMs", KEY_U64, runnable_interval_ms, 0, 60000),
+        K("Manager", "RunnableIntervalMs", KEY_MSEC, runnable_interval_ms, 0, 60000),
         K("Manager", "PersistRuntime", KEY_BOOL, persist_runtime, 0, 0),
         K("Manager", "MetricsFile", KEY_PATH, metrics_file, 0, 0),
-        K("Manager", "MetricsIntervalMs", KEY_U64, metrics_interval_ms, 100, 3600000),
+        K("Manager", "MetricsIntervalMs", KEY_MSEC, metrics_interval_ms, 100, 3600000),
         K("Policy", "MinWindowCores", KEY_UINT, min_window_cores, 1, 65536),
         K("Policy", "WindowHeadroom", KEY_FRACTION, window_headroom, 0, 10),
         K("Policy", "MinLLCCPUs", KEY_UINT, min_llc_cpus, 1, 65536),
@@ -51,8 +53,8 @@ static const KeyDef key_table[] = {
         K("Policy", "StickyScope", KEY_STICKY_SCOPE, sticky_scope, 0, 0),
         K("Policy", "ImbalancePercent", KEY_UINT, imbalance_percent, 100, 1000),
         K("Policy", "MaxMovesPerTick", KEY_UINT, max_moves_per_tick, 0, 100000),
-        K("Policy", "MinResidencyMs", KEY_U64, min_residency_ms, 0, 86400000),
-        K("Policy", "GuardWindowMs", KEY_U64, guard_window_ms, 0, 86400000),
+        K("Policy", "MinResidencyMs", KEY_MSEC, min_residency_ms, 0, 86400000),
+        K("Policy", "GuardWindowMs", KEY_MSEC, guard_window_ms, 0, 86400000),
         K("Policy", "GuardPercent", KEY_PERCENT, guard_percent, 0, 1000),
         K("Policy", "WindowWidenScanPercent", KEY_PERCENT, window_widen_scan_percent, 50, 100),
         K("Policy", "BalanceMinWait", KEY_DOUBLE, balance_min_wait, 0, 1024),
@@ -67,11 +69,19 @@ typedef struct ParseState {
         const char *file;
         unsigned line;    /* of the line inih handed us last */
         int error;        /* first error */
-        char *error_text; /* and its "file:line: reason" */
+        char *error_text; /* every error as "file:line: reason; ..." */
+        unsigned n_errors;
+        unsigned syntax_errors; /* lines inih cannot take, found by reader() */
         FILE *f;
 } ParseState;
 
-/* log_parse_error() that also keeps the first message for the caller. */
+/* At most this many errors of one file are kept for the caller's message
+ * (every one is logged). */
+#define MAX_ERRORS_IN_TEXT 16
+
+/* log_parse_error() that also keeps the message for the caller: every bad
+ * line, not only the first, so that one reload shows the operator all of
+ * them ("file:line: reason; file:line: reason"). */
 _printf_(3, 4) static int parse_error(ParseState *ps, unsigned line, const char *fmt, ...) {
         char reason[1024];
         va_list ap;
@@ -79,9 +89,67 @@ _printf_(3, 4) static int parse_error(ParseState *ps, unsigned line, const char 
         va_start(ap, fmt);
         vsnprintf(reason, sizeof(reason), fmt, ap);
         va_end(ap);
-        if (!ps->error_text && asprintf(&ps->error_text, "%s:%u: %s", ps->file, line, reason) < 0)
-                ps->error_text = NULL;
+        if (ps->n_errors++ < MAX_ERRORS_IN_TEXT) {
+                char *t = NULL;
+                if (asprintf(&t, "%s%s%s:%u: %s", ps->error_text ?: "", ps->error_text ? "; " : "", ps->file,
+                             line, reason) >= 0) {
+                        free(ps->error_text);
+                        ps->error_text = t;
+                }
+        }
         return log_parse_error(ps->file, line, "%s", reason);
+}
+
+/* A time span as systemd's units take them ("100ms", "1s", "1min 30s",
+ * "2h"), or a plain number of milliseconds. */
+static int parse_timespan_ms(const char *v, double *ret) {
+        static const struct {
+                const char *suffix;
+                double ms;
+        } units[] = {
+                {"usec", 1e-3}, {"us", 1e-3}, {"msec", 1}, {"ms", 1}, {"seconds", 1000}, {"second", 1000},
+                {"sec", 1000},  {"s", 1000},  {"minutes", 60000}, {"minute", 60000},  {"min", 60000},
+                {"m", 60000},   {"hours", 3600000}, {"hour", 3600000}, {"hr", 3600000}, {"h", 3600000},
+        };
+        double total = 0;
+        bool any = false;
+
+        for (const char *p = v;;) {
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (!*p)
+                        break;
+                char *end;
+                errno = 0;
+                double d = strtod(p, &end);
+                if (errno || end == p || !isfinite(d) || d < 0)
+                        return -EINVAL;
+                p = end;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                double unit = 1; /* a bare number: milliseconds */
+                if (*p && !isdigit((unsigned char) *p) && *p != '.') {
+                        size_t best = 0;
+                        for (size_t i = 0; i < ELEMENTSOF(units); i++) {
+                                size_t n = strlen(units[i].suffix);
+                                if (strncmp(p, units[i].suffix, n) == 0 && !isalpha((unsigned char) p[n]) &&
+                                    n > best) {
+                                        best = n;
+                                        unit = units[i].ms;
+                                }
+                        }
+                        if (best == 0)
+                                return -EINVAL;
+                        p += best;
+                } else if (any)
+                        return -EINVAL; /* "1s 500": a bare number only alone */
+                total += d * unit;
+                any = true;
+        }
+        if (!any)
+                return -EINVAL;
+        *ret = total;
+        return 0;
 }
 
 static int parse_number(const char *v, bool allow_percent, double *ret, bool *ret_percent) {
@@ -160,23 +228,35 @@ static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
         case KEY_DOUBLE:
         case KEY_UINT:
         case KEY_U64:
+        case KEY_MSEC:
                 break;
         }
 
-        if (parse_number(value, k->type == KEY_PERCENT || k->type == KEY_FRACTION, &d, &pct) < 0)
+        if (k->type == KEY_MSEC) {
+                if (parse_timespan_ms(value, &d) < 0)
+                        return parse_error(ps, ps->line,
+                                           "%s=: '%s' is not a time span (milliseconds, or e.g. 100ms, 1s, "
+                                           "2min)",
+                                           k->name, value);
+                if (fabs(d - round(d)) > 1e-6)
+                        return parse_error(ps, ps->line, "%s=: '%s' is not a whole number of milliseconds",
+                                           k->name, value);
+                d = round(d);
+        } else if (parse_number(value, k->type == KEY_PERCENT || k->type == KEY_FRACTION, &d, &pct) < 0)
                 return parse_error(ps, ps->line, "%s=: '%s' is not a number", k->name, value);
         if (k->type == KEY_FRACTION && pct)
                 d /= 100.0;
         if ((k->type == KEY_UINT || k->type == KEY_U64) && d != floor(d))
                 return parse_error(ps, ps->line, "%s=: '%s' is not a whole number", k->name, value);
         if (d < k->min || d > k->max)
-                return parse_error(ps, ps->line, "%s=: %s is out of range [%g, %g]", k->name, value, k->min,
-                                   k->max);
+                return parse_error(ps, ps->line, "%s=: %s is out of range [%g, %g]%s", k->name, value, k->min,
+                                   k->max, k->type == KEY_MSEC ? " ms" : "");
         switch (k->type) {
         case KEY_UINT:
                 *(unsigned *) field = (unsigned) d;
                 break;
         case KEY_U64:
+        case KEY_MSEC:
                 *(uint64_t *) field = (uint64_t) d;
                 break;
         default:
@@ -237,8 +317,6 @@ static int handler(void *user, const char *section, const char *name, const char
         ParseState *ps = user;
         int r;
 
-        if (ps->error < 0)
-                return 0;
         if (!name) /* a section header alone */
                 r = 0;
         else if (streq(section, "OptIn"))
@@ -257,11 +335,21 @@ static int handler(void *user, const char *section, const char *name, const char
                                 r = parse_error(ps, ps->line, "unknown key %s= in [%s]", name, section);
                 }
         }
-        if (r < 0) {
-                ps->error = r;
-                return 0;
-        }
+        if (r < 0 && ps->error >= 0)
+                ps->error = r; /* the first; the rest are read and reported too */
         return 1;
+}
+
+/* What inih takes: blank, a comment, [section], or name=value / name: value. */
+static bool line_is_ini(const char *s) {
+        while (isspace((unsigned char) *s))
+                s++;
+        if (!*s || *s == ';' || *s == '#')
+                return true;
+        if (*s == '[')
+                return strchr(s, ']') != NULL;
+        const char *sep = strpbrk(s, "=:");
+        return sep && sep != s;
 }
 
 /* Our own line reader, so that the handler knows the line number it is on. */
@@ -272,12 +360,19 @@ static char *reader(char *str, int num, void *stream) {
                 size_t n = strlen(s);
                 if (n + 1 == (size_t) num && s[n - 1] != '\n' && !feof(ps->f)) {
                         /* inih would silently split an over-long line. */
+                        int r = parse_error(ps, ps->line + 1, "line longer than %d characters", num - 2);
                         if (ps->error >= 0)
-                                ps->error = parse_error(ps, ps->line + 1, "line longer than %d characters",
-                                                        num - 2);
+                                ps->error = r;
                         int ch;
                         while ((ch = fgetc(ps->f)) != EOF && ch != '\n')
                                 ;
+                } else if (!line_is_ini(s)) {
+                        /* inih stops at the first such line (it reports only
+                         * that one): every one is reported here. */
+                        int r = parse_error(ps, ps->line + 1, "syntax error (expected [Section] or Key=Value)");
+                        if (ps->error >= 0)
+                                ps->error = r;
+                        ps->syntax_errors++;
                 }
                 ps->line++;
         }
@@ -295,8 +390,11 @@ static int parse_one(Config *c, const char *path, char **error_text) {
 
         ParseState ps = {.config = c, .file = path, .f = f};
         int r = ini_parse_stream(reader, &ps, handler, &ps);
-        if (ps.error >= 0 && r > 0)
-                ps.error = parse_error(&ps, (unsigned) r, "syntax error (expected [Section] or Key=Value)");
+        if (r > 0 && ps.syntax_errors == 0) {
+                int k = parse_error(&ps, (unsigned) r, "syntax error (expected [Section] or Key=Value)");
+                if (ps.error >= 0)
+                        ps.error = k;
+        }
         if (ps.error < 0) {
                 *error_text = ps.error_text;
                 return ps.error;
