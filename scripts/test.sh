@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Install what is missing, build, and run the whole test suite: once as
-# built for production, once under AddressSanitizer + UndefinedBehaviorSanitizer.
+# built for production, once under AddressSanitizer + UndefinedBehaviorSanitizer,
+# then the guest check (tests/vm/run-vm-e2e.sh: Debian 12 with systemd and
+# cgroup v2 under qemu), which gates CI like the rest.
+#
+# STEERD_SKIP_VM=1 leaves the guest check out, for a quick local run only:
+# it is said loudly, and under CI (CI=true) it is ignored.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -14,3 +19,47 @@ steerd_build build
 steerd_build build-asan -DSTEERD_SANITIZE=ON
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         ctest --output-on-failure --timeout 600 -j1)
+
+# ---- the guest check ----
+
+vm_banner() { # vm_banner LINE...: impossible to miss in a CI log
+        local l
+        echo
+        echo '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'
+        for l in "$@"; do echo "!!!! $l"; done
+        echo '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'
+        echo
+}
+
+if [ "${STEERD_SKIP_VM:-0}" = 1 ] && [ "${CI:-}" != true ]; then
+        vm_banner "VM GUEST CHECK SKIPPED: STEERD_SKIP_VM=1 (a local quick run) !!!!" \
+                "systemd backend, cgroup v2, restart, watchdog, hotplug and bus checks NOT run." \
+                "Run them: sudo tests/vm/run-vm-e2e.sh"
+        exit 0
+fi
+[ "${STEERD_SKIP_VM:-0}" = 1 ] && echo "test.sh: STEERD_SKIP_VM=1 ignored under CI: the guest check gates CI" >&2
+
+vm_log=$(mktemp /tmp/steerd-vm-check.XXXXXX)
+trap 'rm -f "$vm_log"' EXIT
+echo "test.sh: the guest check: tests/vm/run-vm-e2e.sh (qemu, Debian 12, systemd, cgroup v2)"
+vm_t0=$(date +%s)
+set +e
+bash tests/vm/run-vm-e2e.sh 2>&1 | tee "$vm_log"
+vm_rc=${PIPESTATUS[0]}
+set -e
+vm_dt=$(($(date +%s) - vm_t0))
+case $vm_rc in
+0)
+        echo "test.sh: the guest check PASSED in ${vm_dt} s ($((vm_dt / 60)) min $((vm_dt % 60)) s)"
+        ;;
+77)
+        reason=$(sed -n 's/^run-vm-e2e: SKIP: //p' "$vm_log" | tail -1)
+        vm_banner "VM GUEST CHECK SKIPPED: ${reason:-see the log above} !!!!" \
+                "It cannot run on this machine (no root, no Debian mirror, or qemu/debootstrap cannot be installed or run; after ${vm_dt} s)." \
+                "The systemd backend, cgroup v2, restart, watchdog, hotplug and bus checks were NOT run."
+        ;;
+*)
+        echo "test.sh: the guest check FAILED (exit $vm_rc) after ${vm_dt} s ($((vm_dt / 60)) min $((vm_dt % 60)) s)" >&2
+        exit 1
+        ;;
+esac

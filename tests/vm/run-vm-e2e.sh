@@ -20,22 +20,27 @@
 #    share; tests/vm/vm-test.sh runs at boot as a oneshot unit, writes one
 #    "PASS|FAIL|INFO|SKIP name: detail" line per check into the share, and
 #    powers the VM off;
-# 4. prints the summary; exit 0 = every check passed, 1 = a check failed or
-#    the VM gave no result within STEERD_VM_TIMEOUT (600 s), 77 = skipped
-#    (qemu or debootstrap cannot be installed or run).
+# 4. prints the summary and the times; exit 0 = every check passed, 1 = a
+#    check failed, a check has no result, a check was skipped for lack of
+#    time, or the VM gave no result within STEERD_VM_TIMEOUT (1080 s);
+#    77 = skipped (no root, no mirror, qemu or debootstrap cannot be
+#    installed or run). A guest SKIP counts as skipped only when the guest
+#    says it is "not possible in this guest"; any other SKIP is a failure.
 #
 # Not a t-*.sh on purpose: ctest must not run it (it takes minutes and
-# downloads packages). Environment: STEERD_VM_CACHE (/var/cache/steerd-vm),
-# STEERD_VM_TIMEOUT (600), STEERD_VM_MIRROR (from the host's apt sources),
+# downloads packages); scripts/test.sh runs it after ctest. Environment:
+# STEERD_VM_CACHE (/var/cache/steerd-vm), STEERD_VM_TIMEOUT (1080),
+# STEERD_VM_MIRROR (else the host's apt sources; none: exit 77),
 # STEERD_VM_OUT (where the run's files go; default a new directory under
-# $STEERD_VM_CACHE/runs, the last 5 runs are kept).
+# $STEERD_VM_CACHE/runs, the last 5 runs are kept). The build is in
+# $STEERD_VM_CACHE/build-<hash of this source tree's path>, one per checkout.
 
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 CACHE=${STEERD_VM_CACHE:-/var/cache/steerd-vm}
-TIMEOUT=${STEERD_VM_TIMEOUT:-600}
+TIMEOUT=${STEERD_VM_TIMEOUT:-1080}
 REBUILD=0
 KEEP=0
 
@@ -44,7 +49,7 @@ for arg in "$@"; do
         --rebuild-image) REBUILD=1 ;;
         --keep) KEEP=1 ;;
         -h | --help)
-                sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'
+                sed -n '3,/^$/p' "$0" | sed 's/^# \{0,1\}//'
                 exit 0
                 ;;
         *)
@@ -54,6 +59,7 @@ for arg in "$@"; do
         esac
 done
 
+T_START=$(date +%s)
 say() { printf 'run-vm-e2e: %s\n' "$*" >&2; }
 skip() {
         say "SKIP: $*"
@@ -101,22 +107,58 @@ install_packages "${BUILD_PACKAGES[@]}" || fail "cannot install the build depend
 IMAGE_PACKAGES=(systemd systemd-sysv dbus udev libsystemd0 libhwloc15 libnl-3-200 libnl-genl-3-200 libcgroup2
         libinih1 libjson-c5 procps util-linux rt-tests jq kmod linux-image-amd64 initramfs-tools hwloc-nox)
 
+# Every enabled "deb" source of the host's apt configuration as "URI SUITE"
+# lines: deb822 (/etc/apt/sources.list.d/*.sources), then the one-line
+# format (/etc/apt/sources.list, /etc/apt/sources.list.d/*.list).
+apt_sources() {
+        local f deb822=() oneline=()
+        for f in /etc/apt/sources.list.d/*.sources; do [ -f "$f" ] && deb822+=("$f"); done
+        for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do [ -f "$f" ] && oneline+=("$f"); done
+        if [ ${#deb822[@]} -gt 0 ]; then
+                awk '
+                        function flush(  n, m, i, j, u, s) {
+                                if (types ~ /(^|[ \t])deb([ \t]|$)/ && enabled !~ /^[ \t]*(no|false|0)[ \t]*$/) {
+                                        n = split(uris, u, /[ \t]+/); m = split(suites, s, /[ \t]+/)
+                                        for (i = 1; i <= n; i++) for (j = 1; j <= m; j++)
+                                                if (u[i] != "" && s[j] != "") print u[i], s[j]
+                                }
+                                types = uris = suites = enabled = key = ""
+                        }
+                        FNR == 1 { flush() }
+                        /^[ \t]*#/ { next }
+                        /^[ \t]*$/ { flush(); next }
+                        /^[ \t]/ { if (key == "uris") uris = uris " " $0; else if (key == "suites") suites = suites " " $0; next }
+                        match($0, /^[A-Za-z0-9-]+:/) {
+                                key = tolower(substr($0, 1, RLENGTH - 1)); v = substr($0, RLENGTH + 1)
+                                if (key == "types") types = v; else if (key == "uris") uris = v
+                                else if (key == "suites") suites = v; else if (key == "enabled") enabled = tolower(v)
+                        }
+                        END { flush() }' "${deb822[@]}"
+        fi
+        if [ ${#oneline[@]} -gt 0 ]; then
+                awk '/^[ \t]*#/ || NF == 0 { next }
+                        $1 == "deb" {
+                                l = $0; sub(/^[ \t]*deb[ \t]+/, "", l)
+                                if (l ~ /^\[/) sub(/^\[[^]]*\][ \t]*/, "", l)
+                                n = split(l, f, /[ \t]+/); if (n >= 2) print f[1], f[2]
+                        }' "${oneline[@]}"
+        fi
+}
+
+# The Debian mirror for debootstrap: STEERD_VM_MIRROR, else the host's apt
+# configuration (a source of bookworm, else of Debian's main archive: a URI
+# ending in /debian with a plain suite). No guessing: none found, none used.
 apt_mirror() {
-        local m=""
+        local sources m
         if [ -n "${STEERD_VM_MIRROR:-}" ]; then
                 echo "$STEERD_VM_MIRROR"
-                return
+                return 0
         fi
-        # deb822 sources first, then the one-line format.
-        if compgen -G '/etc/apt/sources.list.d/*.sources' >/dev/null; then
-                m=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i ~ /\/debian\/?$/) { print $i; exit } }' \
-                        /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-        fi
-        if [ -z "$m" ] && [ -f /etc/apt/sources.list ]; then
-                m=$(awk '$1 == "deb" && $0 ~ /bookworm/ { for (i = 2; i <= NF; i++) if ($i ~ /^https?:\/\//) { print $i; exit } }' \
-                        /etc/apt/sources.list || true)
-        fi
-        echo "${m:-http://deb.debian.org/debian}"
+        sources=$(apt_sources | awk '$1 ~ /^(https?|ftp|file):/')
+        m=$(awk '$2 == "bookworm" { print $1; exit }' <<<"$sources")
+        [ -n "$m" ] || m=$(awk '$1 ~ /\/debian\/?$/ && $2 !~ /[-\/]/ { print $1; exit }' <<<"$sources")
+        [ -n "$m" ] || return 1
+        echo "$m"
 }
 
 # The guest's unit that runs the test from the share, then powers off.
@@ -208,12 +250,16 @@ flock -w 3600 9 || fail "another run holds $CACHE/lock"
 STAMP=$(image_stamp)
 if [ "$REBUILD" = 1 ] || [ ! -f "$CACHE/rootfs.img" ] || [ ! -f "$CACHE/vmlinuz" ] ||
         [ "$(cat "$CACHE/stamp" 2>/dev/null)" != "$STAMP" ]; then
+        apt_mirror >/dev/null ||
+                skip "no Debian mirror for debootstrap: the host's apt configuration (/etc/apt/sources.list, /etc/apt/sources.list.d/*.list and *.sources) names none; set STEERD_VM_MIRROR=http://<mirror>/debian"
         rm -f "$CACHE/stamp"
         t0=$(date +%s)
         build_image || skip "cannot build the Debian 12 image with debootstrap (see $CACHE/debootstrap.log)"
         echo "$STAMP" >"$CACHE/stamp"
-        say "image built in $(($(date +%s) - t0)) s: $CACHE/rootfs.img, kernel $(cat "$CACHE/kernel-version")"
+        T_IMAGE="image built in $(($(date +%s) - t0)) s"
+        say "$T_IMAGE: $CACHE/rootfs.img, kernel $(cat "$CACHE/kernel-version")"
 else
+        T_IMAGE="image reused (built $(date -r "$CACHE/rootfs.img" '+%F %T'))"
         say "reusing $CACHE/rootfs.img (kernel $(cat "$CACHE/kernel-version" 2>/dev/null))"
 fi
 
@@ -233,13 +279,26 @@ SHARE=$OUT/share
 DESTDIR_TREE=$SHARE/destdir
 mkdir -p "$SHARE/artifacts" "$DESTDIR_TREE"
 
-say "building steerd from $TOP in $CACHE/build"
+# One build folder per source tree (CMake refuses a folder configured for
+# another source). Folders of trees that are gone are removed, and so is the
+# one folder shared by every tree that older versions of this script used.
+BUILD=$CACHE/build-$(printf '%s' "$TOP" | sha256sum | cut -c1-16)
+rm -rf "$CACHE/build"
+for d in "$CACHE"/build-*; do
+        [ -d "$d" ] && [ "$d" != "$BUILD" ] || continue
+        src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$d/CMakeCache.txt" 2>/dev/null)
+        if [ -z "$src" ] || [ ! -f "$src/CMakeLists.txt" ]; then
+                say "removing $d (its source tree ${src:-?} is gone)"
+                rm -rf "$d"
+        fi
+done
+say "building steerd from $TOP in $BUILD"
 t0=$(date +%s)
 {
-        cmake -S "$TOP" -B "$CACHE/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+        cmake -S "$TOP" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
                 -DSTEERD_TESTS=OFF &&
-                cmake --build "$CACHE/build" -j"$(nproc)" &&
-                DESTDIR=$DESTDIR_TREE cmake --install "$CACHE/build"
+                cmake --build "$BUILD" -j"$(nproc)" &&
+                DESTDIR=$DESTDIR_TREE cmake --install "$BUILD"
 } >"$OUT/build.log" 2>&1 || {
         tail -30 "$OUT/build.log" >&2
         fail "building or installing steerd failed (log: $OUT/build.log)"
@@ -248,7 +307,8 @@ t0=$(date +%s)
 mkdir -p "$DESTDIR_TREE/usr/local/bin"
 cc -O2 -Wall -pthread -o "$DESTDIR_TREE/usr/local/bin/steerd-test-load" "$TOP/tests/tools/load.c" ||
         fail "cannot build tests/tools/load.c"
-say "built and installed into $DESTDIR_TREE in $(($(date +%s) - t0)) s"
+T_BUILD="built in $(($(date +%s) - t0)) s"
+say "$T_BUILD, installed into $DESTDIR_TREE"
 (cd "$DESTDIR_TREE" && find . -type f -o -type l | sort) >"$OUT/installed-files.txt"
 git -C "$TOP" log --oneline -1 >"$SHARE/commit.txt" 2>/dev/null || echo unknown >"$SHARE/commit.txt"
 cp "$HERE/vm-test.sh" "$SHARE/vm-test.sh"
@@ -304,25 +364,46 @@ fi
 
 # ---- the summary ----
 
+# The times: the image, the build, the VM, all of this script.
+times() {
+        echo "Times: $T_IMAGE; steerd $T_BUILD; VM boot to poweroff ${ELAPSED} s (timeout ${TIMEOUT} s); total $(($(date +%s) - T_START)) s"
+}
 echo
 echo "==== steerd VM end-to-end: $(cat "$SHARE/commit.txt") ===="
 if [ ! -s "$RESULTS" ]; then
         echo "FAIL vm: no results (qemu exit $rc after ${ELAPSED} s); the console's last lines:"
         tail -40 "$CONSOLE" | sed 's/^/    /'
+        times
         echo "0 passed, 1 failed"
         exit 1
 fi
 grep -E '^(PASS|FAIL|INFO|SKIP) ' "$RESULTS" || true
 npass=$(grep -c '^PASS ' "$RESULTS" || true)
 nfail=$(grep -c '^FAIL ' "$RESULTS" || true)
-nskip=$(grep -c '^SKIP ' "$RESULTS" || true)
+# A SKIP is a skip only for a capability the guest lacks ("not possible in
+# this guest"); any other (out of time above all) did not check what it
+# should have: a failure.
+ncap=$(grep -c '^SKIP [^:]*: not possible in this guest' "$RESULTS" || true)
+nskipfail=$(grep '^SKIP ' "$RESULTS" | grep -vc '^SKIP [^:]*: not possible in this guest' || true)
 if ! grep -q '^DONE' "$RESULTS"; then
         echo "FAIL vm: the test did not finish (qemu exit $rc after ${ELAPSED} s; timeout ${TIMEOUT} s)"
         nfail=$((nfail + 1))
 fi
 echo
+if [ "$nfail" -gt 0 ]; then
+        echo "Failed:"
+        grep '^FAIL ' "$RESULTS" | cut -d: -f1 | sed 's/^FAIL /    /'
+fi
+if [ "$nskipfail" -gt 0 ]; then
+        echo "!!!! $nskipfail check(s) SKIPPED for lack of time or another reason: counted as FAILED !!!!"
+        grep '^SKIP ' "$RESULTS" | grep -v '^SKIP [^:]*: not possible in this guest' | sed 's/^/    /'
+fi
+if [ "$ncap" -gt 0 ]; then
+        echo "!!!! $ncap check(s) SKIPPED: not possible in this guest !!!!"
+        grep '^SKIP [^:]*: not possible in this guest' "$RESULTS" | sed 's/^/    /'
+fi
 echo "Files: $OUT (console.log, steerd-console.log, share/results.txt, share/artifacts/)"
-echo "VM boot to poweroff: ${ELAPSED} s"
-echo "$npass passed, $nfail failed, $nskip skipped"
-[ "$nfail" -eq 0 ] || exit 1
+times
+echo "$npass passed, $((nfail + nskipfail)) failed (of which $nskipfail skipped without cause), $ncap skipped (not possible in this guest)"
+[ $((nfail + nskipfail)) -eq 0 ] || exit 1
 exit 0
