@@ -4,7 +4,7 @@
 STEERD_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 STEERD_BUILD_PACKAGES=(build-essential cmake pkg-config libsystemd-dev libhwloc-dev hwloc
-        libnl-3-dev libnl-genl-3-dev libcgroup-dev libcmocka-dev libinih-dev libjson-c-dev)
+        libnl-3-dev libnl-genl-3-dev libcgroup-dev libcmocka-dev libinih-dev libjson-c-dev scdoc)
 
 steerd_install_packages() {
         local missing=() p
