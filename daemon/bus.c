@@ -5,6 +5,7 @@
 #include <systemd/sd-event.h>
 
 #include "bus.h"
+#include "sampling.h"
 #include "log.h"
 #include "snapshot-json.h"
 #include "steerd-bus.h"
@@ -463,6 +464,28 @@ static int bus_reconnect_later(Manager *m, uint64_t delay_us) {
         if (r < 0)
                 return log_error_errno(r, "Cannot schedule the reconnect to the system bus");
         return 0;
+}
+
+int bus_wait_ready(Manager *m, uint64_t timeout_us) {
+        uint64_t start, now;
+        int r;
+
+        if (!m->bus)
+                return -ENOTCONN;
+        r = sd_event_now(m->event, CLOCK_MONOTONIC, &start);
+        if (r < 0)
+                return r;
+        for (now = start; now - start < timeout_us; now = now_monotonic_us()) {
+                r = sd_bus_is_ready(m->bus);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+                r = sd_bus_process(m->bus, NULL);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        (void) sd_bus_wait(m->bus, timeout_us - (now - start));
+        }
+        return -ETIMEDOUT;
 }
 
 bool bus_ready(Manager *m) {

@@ -16,6 +16,10 @@
 int bus_connect(Manager *m);
 /* Close the connection (at the end, or before a new one). */
 void bus_drop(Manager *m);
+/* At the start, on a host where systemd runs: wait (at most timeout_us)
+ * until the connection is up, so that the first give-backs and windows of
+ * the systemd backend do not fail on a bus that is a few ms away. */
+int bus_wait_ready(Manager *m, uint64_t timeout_us);
 /* Connected and authenticated: calls to systemd can go out now. */
 bool bus_ready(Manager *m);
 void bus_pending_auths_free(Manager *m);

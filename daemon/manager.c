@@ -702,7 +702,11 @@ int manager_new(const Args *args, Config *config, Manager **ret) {
                 return log_error_errno(r, "Cannot set up the actuator");
         /* The system bus is optional: the systemd backend and the bus API
          * need it; steering works without. */
-        (void) bus_connect(m);
+        if (bus_connect(m) >= 0 && sd_booted() > 0) {
+                r = bus_wait_ready(m, 5 * USEC_PER_SEC);
+                if (r < 0)
+                        log_warning_errno(r, "The system bus is not up yet; systemd units are steered once it is");
+        }
 
         /* A predecessor that was killed left its masks: give them back first.
          * What needs a bus that is not up yet is kept and tried again as

@@ -84,6 +84,11 @@ struct Actuator {
         HandsOff *hands_off;
         size_t n_hands_off;
         bool dirty; /* the state file is behind */
+        /* Cgroups whose give-back failed (or a predecessor left): given back
+         * by actuator_retry() even while opted in, since no plan of this
+         * steerd's holds them. */
+        char **retry;
+        size_t n_retry;
 };
 
 /* One apply, check or release. */

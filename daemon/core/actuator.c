@@ -338,6 +338,9 @@ Actuator *actuator_free(Actuator *a) {
         for (size_t i = 0; i < a->n_hands_off; i++)
                 free(a->hands_off[i].cgroup);
         free(a->hands_off);
+        for (size_t i = 0; i < a->n_retry; i++)
+                free(a->retry[i]);
+        free(a->retry);
         free(a->state_path);
         sd_bus_unref(a->bus);
         free(a);
@@ -852,6 +855,32 @@ typedef struct Restored {
         CpuSet original;
 } Restored;
 
+static void retry_mark(Actuator *a, const char *cgroup, bool failed) {
+        for (size_t i = 0; i < a->n_retry; i++)
+                if (streq(a->retry[i], cgroup)) {
+                        if (!failed) {
+                                free(a->retry[i]);
+                                a->retry[i] = a->retry[--a->n_retry];
+                        }
+                        return;
+                }
+        if (!failed)
+                return;
+        char **n = reallocarray(a->retry, a->n_retry + 1, sizeof(char *));
+        if (!n)
+                return; /* still recorded; tried again at the stop */
+        a->retry = n;
+        if ((a->retry[a->n_retry] = strdup(cgroup)))
+                a->n_retry++;
+}
+
+static bool retry_wanted(const Actuator *a, const char *cgroup) {
+        for (size_t i = 0; i < a->n_retry; i++)
+                if (streq(a->retry[i], cgroup))
+                        return true;
+        return false;
+}
+
 /* A give-back that failed for a reason other than the thing being gone
  * (the bus is down, the kernel refused) keeps its record: it stays in the
  * state file for a successor, and steerd tries again (actuator_retry()). */
@@ -920,6 +949,7 @@ static int release_one(Actuator *a, const char *cgroup) {
 
         if (ret == 0)
                 hands_off_clear_cgroup(a, cgroup);
+        retry_mark(a, cgroup, ret < 0);
         a->dirty = true;
         return ret;
 }
@@ -984,7 +1014,7 @@ static int release_many(Actuator *a, bool only_unlisted) {
 
         r = 0;
         for (size_t i = 0; i < n; i++) {
-                if (only_unlisted && cgroup_listed(a, names[i]))
+                if (only_unlisted && cgroup_listed(a, names[i]) && !retry_wanted(a, names[i]))
                         continue;
                 int k = release_one(a, names[i]);
                 if (k == -ENOMEM)

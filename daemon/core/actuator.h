@@ -128,9 +128,10 @@ hwloc_const_bitmap_t actuator_cgroup_original(const Actuator *a, const char *cgr
  * silently. 0 when everything was given back, else the first error. */
 int actuator_release_cgroup(Actuator *a, const char *cgroup);
 int actuator_release_all(Actuator *a);
-/* Try again what is still recorded: everything (all), or only the records
- * of cgroups that are not in actuator_set_cgroups()'s list (a predecessor's
- * leftovers, failed give-backs of cgroups opted out since). */
+/* Try again what is still recorded: everything (all), or the give-backs
+ * that failed before (a predecessor's leftovers included, even of cgroups
+ * opted in now: no plan of this steerd's holds them) and the records of
+ * cgroups not in actuator_set_cgroups()'s list. */
 int actuator_retry(Actuator *a, bool all);
 /* The system bus changed (reconnected): NULL when there is none. */
 void actuator_set_bus(Actuator *a, sd_bus *bus);

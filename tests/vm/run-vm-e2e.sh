@@ -296,7 +296,7 @@ say "building steerd from $TOP in $BUILD"
 t0=$(date +%s)
 {
         cmake -S "$TOP" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
-                -DSTEERD_TESTS=OFF &&
+                -DSTEERD_TESTS=OFF -DSTEERD_MAN=OFF &&
                 cmake --build "$BUILD" -j"$(nproc)" &&
                 DESTDIR=$DESTDIR_TREE cmake --install "$BUILD"
 } >"$OUT/build.log" 2>&1 || {

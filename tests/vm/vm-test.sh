@@ -67,7 +67,8 @@ CHECKS=(install cgroup-v2 analyze-verify two-llcs unit-cpuset-enabled start syst
         kill-restarted kill-successor-restores kill-stop-restores-unit
         watchdog-restart
         hotplug-topology-refreshed hotplug-snapshot-offline hotplug-no-offline-cpu-offered hotplug-online-again
-        bus-restart-steerctl bus-restart-name-owner bus-restart-systemd-backend bus-restart-stop-restores)
+        bus-restart-steerctl bus-restart-name-owner bus-restart-systemd-backend bus-restart-stop-restores
+        bus-gone-stop-fails bus-gone-next-start-restores)
 
 result() { # result PASS|FAIL|INFO|SKIP name detail...
         local kind=$1 name=$2
@@ -1023,5 +1024,50 @@ if [ $rc -eq 0 ] && b1_is_original; then
 else
         result FAIL bus-restart-stop-restores "stopped after the bus restart ($held before), systemctl stop exit $rc ($out): $B1_NOW; journal: $(journal_since "$mark" | grep -E "/$B1|failed|left" | tail -4 | paste -sd'|')"
 fi
+fi
+
+# ---- 15. the bus gone at the stop: nothing is lost, the stop says so ----
+# With dbus stopped, the systemd backend cannot give bench1 back: steerd
+# must keep it in /run/steerd/state.json, exit non-zero (the unit fails),
+# and the next start (bus back) must give it back.
+if [ "$(left)" -lt 70 ]; then
+        skip_time bus-gone-stop-fails bus-gone-next-start-restores
+else
+systemctl reset-failed steerd.service 2>/dev/null
+steerd_active || systemctl start steerd.service
+wait_held 45 $B1 "$B1_ORIG_CG"
+held=$HELD
+window=$(cg_cpus $B1)
+mark=$(jmark)
+systemctl stop dbus.socket dbus.service 2>/dev/null
+sleep 2
+out=$(systemctl stop steerd.service 2>&1)
+rc=$?
+res=$(systemctl show -p Result --value steerd.service 2>/dev/null)
+state=$(cat /run/steerd/state.json 2>/dev/null)
+left_line=$(journal_since "$mark" | grep -F "Could not give back everything at the stop" | tail -1)
+c=$(cg_cpus $B1)
+if [ "$res" != success ] && [[ $state == *"/$B1"* ]] && [ -n "$left_line" ] && [ "$c" = "$window" ] && [ "$window" != "$B1_ORIG_CG" ]; then
+        result PASS bus-gone-stop-fails "$held; bus stopped, then systemctl stop: unit result '$res' (is-failed: $(systemctl is-failed steerd.service)), bench1 still at '$c', kept in state.json; journal: $left_line"
+else
+        result FAIL bus-gone-stop-fails "$held (window '$window'); bus stopped, systemctl stop exit $rc ($out), unit result '$res', cpuset.cpus now '$c', state.json: ${state:-absent}; journal: $(journal_since "$mark" | tail -4 | paste -sd'|')"
+fi
+systemctl start dbus.socket dbus.service 2>/dev/null
+wait_for 20 bash -c '[ -S /run/dbus/system_bus_socket ] && busctl --system status >/dev/null 2>&1'
+# The next start gives it back; in observe it steers nothing after that.
+steerctl_mode_file=/etc/steerd/steerd.conf
+sed -i 's/^Mode=.*/Mode=observe/' $steerctl_mode_file
+rm -f /var/lib/steerd/runtime.json
+mark=$(jmark)
+systemctl reset-failed steerd.service 2>/dev/null
+systemctl start steerd.service
+wait_for 30 b1_is_original
+restore_line=$(journal_since "$mark" | grep -F "a previous steerd left" | head -1)
+if b1_is_original && [ -n "$restore_line" ] && [ ! -e /run/steerd/state.json ]; then
+        result PASS bus-gone-next-start-restores "next start: $restore_line; $B1_NOW; state.json gone"
+else
+        result FAIL bus-gone-next-start-restores "next start: ${restore_line:-no take-over logged}; $B1_NOW; state.json: $(cat /run/steerd/state.json 2>/dev/null || echo absent); journal: $(journal_since "$mark" | tail -4 | paste -sd'|')"
+fi
+systemctl stop steerd.service
 fi
 exit 0
