@@ -100,8 +100,8 @@ static int verify_privileged(Manager *m, sd_bus_message *msg, sd_bus_error *erro
                                            "/org/freedesktop/PolicyKit1/Authority",
                                            "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization");
         if (r >= 0)
-                r = sd_bus_message_append(call, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name", "s", sender,
-                                          STEERD_POLKIT_ACTION, 0, 0, "");
+                r = sd_bus_message_append(call, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name", "s",
+                                          sender, STEERD_POLKIT_ACTION, 0, 0, "");
         if (r < 0)
                 return r;
         PendingAuth **list = reallocarray(m->pending_auths, m->n_pending_auths + 1, sizeof(PendingAuth *));
@@ -459,8 +459,8 @@ static int bus_reconnect_later(Manager *m, uint64_t delay_us) {
         r = sd_event_now(m->event, CLOCK_MONOTONIC, &now);
         if (r < 0)
                 return r;
-        r = sd_event_add_time(m->event, &m->bus_reconnect, CLOCK_MONOTONIC, now + delay_us, 0, on_bus_reconnect,
-                              m);
+        r = sd_event_add_time(m->event, &m->bus_reconnect, CLOCK_MONOTONIC, now + delay_us, 0,
+                              on_bus_reconnect, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot schedule the reconnect to the system bus");
         return 0;

@@ -179,7 +179,8 @@ static bool cpus_came_or_went(Manager *m, const Snapshot *snap) {
         log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG,
                    "Topology changed: CPUs %s online (were %s); giving back what steerd holds and reloading "
                    "the topology",
-                   cpuset_to_string(now, is, sizeof(is)), cpuset_to_string(m->online_seen, was, sizeof(was)));
+                   cpuset_to_string(now, is, sizeof(is)),
+                   cpuset_to_string(m->online_seen, was, sizeof(was)));
         hwloc_bitmap_free(m->online_seen);
         m->online_seen = TAKE_PTR(now);
         return true;
@@ -201,7 +202,8 @@ static int refresh_topology(Manager *m) {
                 return log_error_errno(r, "Cannot reload the topology; keeping the old one");
         r = sampler_new(m->root, topo, &m->config->settings, &sampler);
         if (r < 0)
-                return log_error_errno(r, "Cannot set up the sampler for the new topology; keeping the old one");
+                return log_error_errno(
+                        r, "Cannot set up the sampler for the new topology; keeping the old one");
         r = policy_state_new(&fresh);
         if (r < 0) {
                 sampler_free(sampler);
@@ -214,7 +216,8 @@ static int refresh_topology(Manager *m) {
         topology_free(m->topo);
         m->topo = TAKE_PTR(topo);
         log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Topology reloaded: %zu CPUs (%s online) in %zu LLCs",
-                   m->topo->n_cpus, cpuset_to_string(m->topo->online, (char[CPUSET_STRLEN]){}, CPUSET_STRLEN),
+                   m->topo->n_cpus,
+                   cpuset_to_string(m->topo->online, (char[CPUSET_STRLEN]){}, CPUSET_STRLEN),
                    m->topo->n_llcs);
         return 0;
 }
@@ -705,7 +708,8 @@ int manager_new(const Args *args, Config *config, Manager **ret) {
         if (bus_connect(m) >= 0 && sd_booted() > 0) {
                 r = bus_wait_ready(m, 5 * USEC_PER_SEC);
                 if (r < 0)
-                        log_warning_errno(r, "The system bus is not up yet; systemd units are steered once it is");
+                        log_warning_errno(
+                                r, "The system bus is not up yet; systemd units are steered once it is");
         }
 
         /* A predecessor that was killed left its masks: give them back first.

@@ -63,11 +63,11 @@ typedef struct Manager {
          * kept and tried again, sooner when the bus comes back. */
         bool retry_now;
         uint64_t retry_at_us, retry_interval_us;
-        int exit_error; /* < 0: the stop could not give everything back */
+        int exit_error;  /* < 0: the stop could not give everything back */
         bool given_back; /* the stop gave back (or tried): manager_free() does not again */
 
-        bool topology_live;  /* the host's own topology: reloaded when CPUs come or go */
-        CpuSet online_seen;  /* the online CPUs the topology was last loaded for */
+        bool topology_live;   /* the host's own topology: reloaded when CPUs come or go */
+        CpuSet online_seen;   /* the online CPUs the topology was last loaded for */
         char *test_hang_file; /* $STEERD_TEST_HANG_FILE: the watchdog test's fault switch */
 } Manager;
 

@@ -115,10 +115,11 @@ static void test_time_spans(void **state) {
                 const char *value;
                 uint64_t ms;
         } good[] = {
-                {"100", 100}, {"100ms", 100}, {"1s", 1000}, {"1.5s", 1500}, {"2min", 120000},
-                {"1min 30s", 90000}, {"1 s", 1000}, {"250 msec", 250}, {"2000us", 2},
+                {"100", 100},        {"100ms", 100}, {"1s", 1000},      {"1.5s", 1500}, {"2min", 120000},
+                {"1min 30s", 90000}, {"1 s", 1000},  {"250 msec", 250}, {"2000us", 2},
         };
-        static const char *const bad[] = {"1x", "s", "-1s", "1s 500", "100.5", "1.0005s", "", "1ss", "1500us"};
+        static const char *const bad[] = {"1x",      "s", "-1s", "1s 500", "100.5",
+                                          "1.0005s", "",  "1ss", "1500us"};
         char *dir = test_mkdtemp();
 
         for (size_t i = 0; i < ELEMENTSOF(good); i++) {
@@ -130,7 +131,8 @@ static void test_time_spans(void **state) {
                         fail_msg("'%s' refused", good[i].value);
                 if (c->settings.guard_window_ms != good[i].ms)
                         fail_msg("'%s' -> %llu ms, expected %llu", good[i].value,
-                                 (unsigned long long) c->settings.guard_window_ms, (unsigned long long) good[i].ms);
+                                 (unsigned long long) c->settings.guard_window_ms,
+                                 (unsigned long long) good[i].ms);
                 config_free(c);
                 free(p);
         }

@@ -290,7 +290,8 @@ static int systemd_await_realized(ActCtx *c, const ActCgroup *crec, hwloc_const_
                 r = act_cgroup_read_cpus_text(a->root, crec->dir, &text);
                 if (r == -ENOENT && empty)
                         return 0; /* no cpuset controller here (any more): nothing to wait for */
-                if (r >= 0 && (empty ? !*text : cpuset_parse(text, &cur) >= 0 && hwloc_bitmap_isequal(cur, want)))
+                if (r >= 0 &&
+                    (empty ? !*text : cpuset_parse(text, &cur) >= 0 && hwloc_bitmap_isequal(cur, want)))
                         return 0;
                 if (waited >= limit)
                         break;
@@ -493,7 +494,8 @@ void act_cgroup_gone(ActCtx *c, const char *cgroup, const char *dir) {
 }
 
 /* The threads of the cgroup whose masks are their own (act_record_own_mask()). */
-static int record_own_masks(ActCtx *c, const char *cgroup, const CgroupSample *cs, hwloc_const_bitmap_t cg_cpus) {
+static int record_own_masks(ActCtx *c, const char *cgroup, const CgroupSample *cs,
+                            hwloc_const_bitmap_t cg_cpus) {
         _cleanup_cpuset_ CpuSet cg_on = NULL;
         unsigned n = 0;
         int r;

@@ -359,7 +359,8 @@ static void remove_stale_temporaries(const char *state_path) {
                 if (strncmp(de->d_name, prefix, n) != 0 || strlen(de->d_name) != n + 6)
                         continue;
                 if (unlinkat(dirfd(d), de->d_name, 0) == 0)
-                        log_debug("Removed %s/%s, a state file a killed steerd never finished", dir, de->d_name);
+                        log_debug("Removed %s/%s, a state file a killed steerd never finished", dir,
+                                  de->d_name);
         }
 }
 

@@ -686,7 +686,8 @@ int act_release_thread(ActCtx *c, ActThread *t) {
                 return 0;
         }
         if (r < 0)
-                return log_warning_errno(r, "cgroup %s tid %d: cannot read the thread's mask; kept to be "
+                return log_warning_errno(r,
+                                         "cgroup %s tid %d: cannot read the thread's mask; kept to be "
                                          "given back later",
                                          t->cgroup, (int) tid);
         /* Steerd's: what it set last, what it was about to set when a

@@ -974,9 +974,10 @@ static int owned_cgroup_names(const Actuator *a, char ***ret, size_t *ret_n) {
         if (!names)
                 return -ENOMEM;
         for (size_t i = 0; i < cap; i++) {
-                const char *name = i < a->n_threads                ? a->threads[i].cgroup
-                                   : i < a->n_threads + a->n_owned ? a->owned[i - a->n_threads].name
-                                                                   : a->hands_off[i - a->n_threads - a->n_owned].cgroup;
+                const char *name = i < a->n_threads ? a->threads[i].cgroup
+                                   : i < a->n_threads + a->n_owned
+                                           ? a->owned[i - a->n_threads].name
+                                           : a->hands_off[i - a->n_threads - a->n_owned].cgroup;
                 bool seen = false;
                 for (size_t k = 0; k < n && !seen; k++)
                         seen = streq(names[k], name);
@@ -1061,7 +1062,8 @@ size_t actuator_kept_description(const Actuator *a, char *buf, size_t size) {
                 for (size_t k = 0; k < a->n_threads; k++)
                         nt += streq(a->threads[k].cgroup, names[i]);
                 int w = snprintf(buf + len, size - len, "%s%s (%s%zu thread%s)", i ? ", " : "", names[i],
-                                 actuator_find_owned(a, names[i]) ? "its CPUs, " : "", nt, nt == 1 ? "" : "s");
+                                 actuator_find_owned(a, names[i]) ? "its CPUs, " : "", nt,
+                                 nt == 1 ? "" : "s");
                 if (w < 0)
                         break;
                 len = MIN(len + (size_t) w, size - 1);

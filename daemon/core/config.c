@@ -107,9 +107,10 @@ static int parse_timespan_ms(const char *v, double *ret) {
                 const char *suffix;
                 double ms;
         } units[] = {
-                {"usec", 1e-3}, {"us", 1e-3}, {"msec", 1}, {"ms", 1}, {"seconds", 1000}, {"second", 1000},
-                {"sec", 1000},  {"s", 1000},  {"minutes", 60000}, {"minute", 60000},  {"min", 60000},
-                {"m", 60000},   {"hours", 3600000}, {"hour", 3600000}, {"hr", 3600000}, {"h", 3600000},
+                {"usec", 1e-3},     {"us", 1e-3},      {"msec", 1},     {"ms", 1},
+                {"seconds", 1000},  {"second", 1000},  {"sec", 1000},   {"s", 1000},
+                {"minutes", 60000}, {"minute", 60000}, {"min", 60000},  {"m", 60000},
+                {"hours", 3600000}, {"hour", 3600000}, {"hr", 3600000}, {"h", 3600000},
         };
         double total = 0;
         bool any = false;
@@ -249,8 +250,8 @@ static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
         if ((k->type == KEY_UINT || k->type == KEY_U64) && d != floor(d))
                 return parse_error(ps, ps->line, "%s=: '%s' is not a whole number", k->name, value);
         if (d < k->min || d > k->max)
-                return parse_error(ps, ps->line, "%s=: %s is out of range [%g, %g]%s", k->name, value, k->min,
-                                   k->max, k->type == KEY_MSEC ? " ms" : "");
+                return parse_error(ps, ps->line, "%s=: %s is out of range [%g, %g]%s", k->name, value,
+                                   k->min, k->max, k->type == KEY_MSEC ? " ms" : "");
         switch (k->type) {
         case KEY_UINT:
                 *(unsigned *) field = (unsigned) d;
@@ -369,7 +370,8 @@ static char *reader(char *str, int num, void *stream) {
                 } else if (!line_is_ini(s)) {
                         /* inih stops at the first such line (it reports only
                          * that one): every one is reported here. */
-                        int r = parse_error(ps, ps->line + 1, "syntax error (expected [Section] or Key=Value)");
+                        int r = parse_error(ps, ps->line + 1,
+                                            "syntax error (expected [Section] or Key=Value)");
                         if (ps->error >= 0)
                                 ps->error = r;
                         ps->syntax_errors++;

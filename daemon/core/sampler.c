@@ -452,7 +452,8 @@ static int scan_all_threads(Sampler *s, ThreadTable *t, uint64_t now_us, bool *r
 
 /* The cgroup's effective CPUs (cgroup_effective_cpus()); a v2 hierarchy
  * without the cpuset controller anywhere: all online. */
-static int sampler_cgroup_cpus(Sampler *s, const char *dir, bool v2, hwloc_const_bitmap_t online, CpuSet *ret) {
+static int sampler_cgroup_cpus(Sampler *s, const char *dir, bool v2, hwloc_const_bitmap_t online,
+                               CpuSet *ret) {
         int r = cgroup_effective_cpus(s->root, dir, v2, ret);
         if (r != -ENOENT || !v2)
                 return r;
