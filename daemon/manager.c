@@ -129,7 +129,8 @@ int manager_refresh_optins(Manager *m, uint64_t now_us, bool rescan_xattrs) {
 /* Failed give-backs are kept (actuator.h); they are tried again every few
  * seconds, backing off to a minute while they keep failing, and at once
  * when the bus comes back. Outside latency/balanced nothing may stay held;
- * inside, only what belongs to no opted-in cgroup. */
+ * inside, what failed before (a predecessor's leftovers too) and what
+ * belongs to no opted-in cgroup. */
 #define RETRY_MIN_USEC (5 * USEC_PER_SEC)
 #define RETRY_MAX_USEC (60 * USEC_PER_SEC)
 
