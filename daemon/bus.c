@@ -488,9 +488,6 @@ int bus_wait_ready(Manager *m, uint64_t timeout_us) {
         return -ETIMEDOUT;
 }
 
-bool bus_ready(Manager *m) {
-        return m->bus && sd_bus_is_ready(m->bus) > 0;
-}
 
 void bus_emit_mode_changed(Manager *m) {
         if (!m->bus)

@@ -20,8 +20,6 @@ void bus_drop(Manager *m);
  * until the connection is up, so that the first give-backs and windows of
  * the systemd backend do not fail on a bus that is a few ms away. */
 int bus_wait_ready(Manager *m, uint64_t timeout_us);
-/* Connected and authenticated: calls to systemd can go out now. */
-bool bus_ready(Manager *m);
 void bus_pending_auths_free(Manager *m);
 void bus_emit_mode_changed(Manager *m);
 /* After a tick: LLCOverload for each LLC whose overloaded flag flipped

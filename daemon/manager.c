@@ -151,24 +151,13 @@ static void retry_give_backs(Manager *m, uint64_t now_us) {
         m->retry_at_us = now_us + RETRY_MIN_USEC;
 }
 
-static int snapshot_online(const Snapshot *snap, CpuSet *ret) {
-        CpuSet s = hwloc_bitmap_alloc();
-        if (!s)
-                return -ENOMEM;
-        for (size_t i = 0; i < snap->n_cpus; i++)
-                if (snap->cpus[i].online)
-                        hwloc_bitmap_set(s, snap->cpus[i].cpu);
-        *ret = s;
-        return 0;
-}
-
 /* CPU hotplug: the set of online CPUs (from /proc/stat, every tick) differs
  * from the one the topology was loaded for. Only the host's own topology is
  * reloaded; an XML or synthetic one describes another machine. */
 static bool cpus_came_or_went(Manager *m, const Snapshot *snap) {
         _cleanup_cpuset_ CpuSet now = NULL;
 
-        if (!m->topology_live || snapshot_online(snap, &now) < 0)
+        if (!m->topology_live || snapshot_online_cpus(snap, &now) < 0)
                 return false;
         if (!m->online_seen) {
                 m->online_seen = TAKE_PTR(now);

@@ -5,22 +5,6 @@
 
 #include "actuator-internal.h"
 
-static int read_trimmed(const RootDir *root, const char *dir, const char *name, char **ret) {
-        _cleanup_(freep) char *path = NULL, *text = NULL;
-        int r;
-
-        if (asprintf(&path, "%s/%s", dir, name) < 0)
-                return -ENOMEM;
-        r = rootdir_read_file(root, path, &text, NULL);
-        if (r < 0)
-                return r;
-        size_t n = strlen(text);
-        while (n > 0 && isspace((unsigned char) text[n - 1]))
-                text[--n] = '\0';
-        *ret = TAKE_PTR(text);
-        return 0;
-}
-
 static int parent_dir(const char *dir, char **ret) {
         char *p = strdup(dir), *slash;
 
@@ -36,10 +20,6 @@ static int parent_dir(const char *dir, char **ret) {
         return 0;
 }
 
-int act_cgroup_effective(const RootDir *root, const char *dir, bool v2, CpuSet *ret) {
-        return cgroup_effective_cpus(root, dir, v2, ret);
-}
-
 int act_cgroup_parent_effective(const RootDir *root, const char *dir, bool v2, CpuSet *ret) {
         _cleanup_(freep) char *parent = NULL;
         int r;
@@ -47,11 +27,11 @@ int act_cgroup_parent_effective(const RootDir *root, const char *dir, bool v2, C
         r = parent_dir(dir, &parent);
         if (r < 0)
                 return r;
-        return act_cgroup_effective(root, parent, v2, ret);
+        return cgroup_effective_cpus(root, parent, v2, ret);
 }
 
 int act_cgroup_read_cpus_text(const RootDir *root, const char *dir, char **ret) {
-        return read_trimmed(root, dir, "cpuset.cpus", ret);
+        return cgroup_read_attr(root, dir, "cpuset.cpus", ret);
 }
 
 static bool has_word(const char *list, const char *word) {
@@ -81,7 +61,7 @@ int act_cgroup_choose_backend(const RootDir *root, bool live, sd_bus *bus, const
         if (v2) {
                 /* Partitions are carved by their operator: their CPUs are not
                  * ours to move, and a write could invalidate the partition. */
-                r = read_trimmed(root, dir, "cpuset.cpus.partition", &partition);
+                r = cgroup_read_attr(root, dir, "cpuset.cpus.partition", &partition);
                 if (r >= 0 && (strncmp(partition, "root", 4) == 0 || strncmp(partition, "isolated", 8) == 0))
                         return -EPERM;
         }
@@ -92,7 +72,7 @@ int act_cgroup_choose_backend(const RootDir *root, bool live, sd_bus *bus, const
         }
 
         if (v2) {
-                r = read_trimmed(root, dir, "cgroup.controllers", &controllers);
+                r = cgroup_read_attr(root, dir, "cgroup.controllers", &controllers);
                 if (r < 0 || !has_word(controllers, "cpuset")) {
                         *ret = ACTUATOR_BACKEND_THREADS;
                         return 0;
@@ -244,7 +224,7 @@ int act_cgroup_record(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, Actu
          * while steerd holds it. */
         r = backend == ACTUATOR_BACKEND_THREADS
                     ? -ENOENT
-                    : act_cgroup_effective(a->root, cg->dir, cg->v2, &n.original);
+                    : cgroup_effective_cpus(a->root, cg->dir, cg->v2, &n.original);
         if (r < 0) {
                 if (cs && cs->cpus)
                         n.original = hwloc_bitmap_dup(cs->cpus);

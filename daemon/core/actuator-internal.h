@@ -195,8 +195,6 @@ int act_cgroup_choose_backend(const RootDir *root, bool live, sd_bus *bus, const
 /* The parent's effective CPUs (v2 cpuset.cpus.effective, v1
  * cpuset.effective_cpus, else cpuset.cpus). */
 int act_cgroup_parent_effective(const RootDir *root, const char *dir, bool v2, CpuSet *ret);
-/* The cgroup's own effective CPUs. */
-int act_cgroup_effective(const RootDir *root, const char *dir, bool v2, CpuSet *ret);
 /* cpuset.cpus, trimmed ("" on v2 = inherit). */
 int act_cgroup_read_cpus_text(const RootDir *root, const char *dir, char **ret);
 /* Write cpuset.cpus: libcgroup on the live host, else through the root dir.

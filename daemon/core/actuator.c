@@ -451,7 +451,7 @@ int act_cgroup_cpus_now(const ActCtx *c, const char *dir, bool v2, const CgroupS
         else if (cs && cs->cpus)
                 s = hwloc_bitmap_dup(cs->cpus);
         else {
-                r = dir ? act_cgroup_effective(c->a->root, dir, v2, &s) : -ENOENT;
+                r = dir ? cgroup_effective_cpus(c->a->root, dir, v2, &s) : -ENOENT;
                 if (r < 0) {
                         /* v2 without the cpuset controller: every online CPU. */
                         if (!c->online)

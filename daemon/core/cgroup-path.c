@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <ctype.h>
 #include <sys/stat.h>
 
 #include "cgroup-path.h"
@@ -104,7 +105,7 @@ int cgroup_resolve(const RootDir *root, const CgroupMounts *m, const char *name,
         return 0;
 }
 
-static int read_cpus(const RootDir *root, const char *dir, const char *name, CpuSet *ret) {
+int cgroup_read_attr(const RootDir *root, const char *dir, const char *name, char **ret) {
         _cleanup_(freep) char *path = NULL, *text = NULL;
         int r;
 
@@ -113,9 +114,26 @@ static int read_cpus(const RootDir *root, const char *dir, const char *name, Cpu
         r = rootdir_read_file(root, path, &text, NULL);
         if (r < 0)
                 return r;
-        r = cpuset_parse(text, ret);
+        size_t n = strlen(text);
+        while (n > 0 && isspace((unsigned char) text[n - 1]))
+                text[--n] = '\0';
+        *ret = TAKE_PTR(text);
+        return 0;
+}
+
+static int read_cpus(const RootDir *root, const char *dir, const char *name, CpuSet *ret) {
+        _cleanup_(freep) char *text = NULL;
+        int r;
+
+        r = cgroup_read_attr(root, dir, name, &text);
         if (r < 0)
+                return r;
+        r = cpuset_parse(text, ret);
+        if (r < 0) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof(path), "%s/%s", dir, name);
                 return log_parse_error(path, 1, "not a CPU list: '%.64s'", text);
+        }
         return 0;
 }
 

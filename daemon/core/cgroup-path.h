@@ -26,6 +26,9 @@ void cgroup_location_done(CgroupLocation *l);
 /* -ENOENT if the cgroup exists in no hierarchy that steerd can steer. */
 int cgroup_resolve(const RootDir *root, const CgroupMounts *m, const char *name, CgroupLocation *ret);
 
+/* DIR/NAME through the root, trailing whitespace trimmed. */
+int cgroup_read_attr(const RootDir *root, const char *dir, const char *name, char **ret);
+
 /* The CPUs the tasks of the cgroup at dir may use now: v2
  * cpuset.cpus.effective, or, for a cgroup without the cpuset controller, its
  * nearest ancestor's; v1 cpuset.effective_cpus, else cpuset.cpus. -ENOENT
