@@ -186,7 +186,7 @@ static int check_cgroup_arg(const char *cgroup, sd_bus_error *error) {
         if (n > STEERD_BUS_PATH_MAX)
                 return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
                                          "A cgroup path is at most %d characters", STEERD_BUS_PATH_MAX);
-        if (config_validate_cgroup_path(cgroup) < 0)
+        if (optin_entry_validate_cgroup(cgroup) < 0)
                 return sd_bus_error_setf(
                         error, STEERD_ERROR_INVALID_ARGUMENT,
                         "'%.256s' is not a cgroup: give an absolute path such as /bench1 or "

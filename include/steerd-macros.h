@@ -91,6 +91,24 @@ static inline int negative_errno(void) {
 }
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
+
+/* The one string table of an enum: NAME_table[] indexed by the enum, with
+ * NAME_to_string() (NULL out of range) and NAME_from_string() (-EINVAL for
+ * an unknown or NULL string), as systemd's DEFINE_STRING_TABLE_LOOKUP. */
+#define DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, max)                                               \
+        const char *name##_to_string(type i) {                                                              \
+                return i >= 0 && i < (max) ? name##_table[i] : NULL;                                        \
+        }
+#define DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, max)                                             \
+        type name##_from_string(const char *s) {                                                            \
+                for (int i = 0; s && i < (max); i++)                                                        \
+                        if (name##_table[i] && streq(s, name##_table[i]))                                   \
+                                return (type) i;                                                            \
+                return (type) -EINVAL;                                                                      \
+        }
+#define DEFINE_STRING_TABLE_LOOKUP(name, type, max)                                                         \
+        DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, max)                                               \
+        DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, max)
 #define startswith_literal(s, lit) (strncmp((s), (lit), sizeof(lit) - 1) == 0 ? (s) + sizeof(lit) - 1 : NULL)
 
 #define USEC_PER_SEC 1000000ULL

@@ -17,27 +17,9 @@ static const char *const action_policy_table[_ACTION_POLICY_MAX] = {
         [ACTION_POLICY_GUARD] = "guard",
 };
 
-const char *action_kind_to_string(ActionKind k) {
-        return k >= 0 && k < _ACTION_KIND_MAX ? action_kind_table[k] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP(action_kind, ActionKind, _ACTION_KIND_MAX);
 
-ActionKind action_kind_from_string(const char *s) {
-        for (int i = 0; s && i < _ACTION_KIND_MAX; i++)
-                if (streq(s, action_kind_table[i]))
-                        return (ActionKind) i;
-        return _ACTION_KIND_INVALID;
-}
-
-const char *action_policy_to_string(ActionPolicy p) {
-        return p >= 0 && p < _ACTION_POLICY_MAX ? action_policy_table[p] : NULL;
-}
-
-ActionPolicy action_policy_from_string(const char *s) {
-        for (int i = 0; s && i < _ACTION_POLICY_MAX; i++)
-                if (streq(s, action_policy_table[i]))
-                        return (ActionPolicy) i;
-        return _ACTION_POLICY_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(action_policy, ActionPolicy, _ACTION_POLICY_MAX);
 
 int plan_new(Plan **ret) {
         Plan *p;

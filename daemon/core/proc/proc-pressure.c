@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <assert.h>
 
+#include "lines.h"
 #include "proc-pressure.h"
 #include "proc-stat.h"
-
-static const char *next_line(const char *eol) {
-        return *eol ? eol + 1 : eol;
-}
 
 /* " KEY=" then a field */
 static const char *expect_key(const char *p, const char *key) {
@@ -65,13 +62,12 @@ int psi_parse(const char *contents, const char *fname, Psi *ret, unsigned *reter
         assert(fname);
         assert(ret);
 
-        for (const char *p = contents, *eol; *p; p = next_line(eol)) {
+        FOREACH_LINE(p, eol, contents) {
                 const char *q, *reason;
                 double avg[3];
                 uint64_t total;
                 bool full;
 
-                eol = strchrnul(p, '\n');
                 line++;
 
                 /* By first word: "someday" is some other line, "some" alone is a bad one. */

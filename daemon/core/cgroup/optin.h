@@ -8,7 +8,7 @@
  * counts most, and the host's config over what a workload says of itself. */
 
 #include "cgroup-path.h"
-#include "config.h"
+#include "optin-entry.h"
 
 #define STEERD_XATTR "user.steerd.policy"
 
@@ -42,7 +42,6 @@ const OptIn *optin_set_find(const OptInSet *s, const char *name);
  * that is not a policy is logged once per scan and ignored. */
 int optin_scan_xattrs(const RootDir *root, const CgroupMounts *m, unsigned max_depth, OptInEntry **ret,
                       size_t *ret_n);
-void optin_entries_free(OptInEntry *e, size_t n);
 
 /* Merge the three sources (any may be NULL/0) and resolve each cgroup. A
  * cgroup that does not exist stays in the set with loc.dir == NULL, so that

@@ -6,12 +6,8 @@
  * any key. A bad file is refused whole with file:line: reason; the caller
  * keeps its running config. */
 
+#include "optin-entry.h"
 #include "settings.h"
-
-typedef struct OptInEntry {
-        char *cgroup; /* "/bench1", "/system.slice/app.service", or an absolute directory path */
-        CgroupPolicy policy;
-} OptInEntry;
 
 typedef struct Config {
         Settings settings;
@@ -29,8 +25,5 @@ int config_load(const char *path, bool missing_ok, Config **ret);
 /* The same, and on a bad file also the first error as "file:line: reason"
  * (for a bus caller, who cannot see the log). ret_error is set on -EBADMSG. */
 int config_load_full(const char *path, bool missing_ok, Config **ret, char **ret_error);
-
-/* Parses the value of a CGROUP=POLICY line; validates the path. */
-int config_validate_cgroup_path(const char *path);
 
 #define STEERD_DEFAULT_CONFIG "/etc/steerd/steerd.conf"

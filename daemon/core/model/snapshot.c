@@ -10,32 +10,14 @@ static const char *const runnable_source_table[_RUNNABLE_SOURCE_MAX] = {
         [RUNNABLE_SOURCE_NONE] = "none",
 };
 
-const char *runnable_source_to_string(RunnableSource s) {
-        return s >= 0 && s < _RUNNABLE_SOURCE_MAX ? runnable_source_table[s] : NULL;
-}
-
-RunnableSource runnable_source_from_string(const char *s) {
-        for (int i = 0; s && i < _RUNNABLE_SOURCE_MAX; i++)
-                if (streq(s, runnable_source_table[i]))
-                        return (RunnableSource) i;
-        return _RUNNABLE_SOURCE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(runnable_source, RunnableSource, _RUNNABLE_SOURCE_MAX);
 
 static const char *const cgroup_policy_table[_CGROUP_POLICY_MAX] = {
         [CGROUP_POLICY_LATENCY] = "latency",
         [CGROUP_POLICY_BALANCED] = "balanced",
 };
 
-const char *cgroup_policy_to_string(CgroupPolicy p) {
-        return p >= 0 && p < _CGROUP_POLICY_MAX ? cgroup_policy_table[p] : NULL;
-}
-
-CgroupPolicy cgroup_policy_from_string(const char *s) {
-        for (int i = 0; s && i < _CGROUP_POLICY_MAX; i++)
-                if (streq(s, cgroup_policy_table[i]))
-                        return (CgroupPolicy) i;
-        return _CGROUP_POLICY_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(cgroup_policy, CgroupPolicy, _CGROUP_POLICY_MAX);
 
 static void cgroup_sample_done(CgroupSample *c) {
         free(c->path);

@@ -60,6 +60,7 @@ typedef enum ActuatorBackend {
 } ActuatorBackend;
 
 const char *actuator_backend_to_string(ActuatorBackend b);
+ActuatorBackend actuator_backend_from_string(const char *s);
 
 /* Something the actuator let go of, for the policy engine to forget
  * (policy_state_let_go()). tid 0 = the whole cgroup. */

@@ -10,17 +10,13 @@
  * emulates exactly that for its "window", so that the backends behave
  * alike. */
 
-static const char *const backend_table[_ACTUATOR_BACKEND_MAX] = {
+static const char *const actuator_backend_table[_ACTUATOR_BACKEND_MAX] = {
         [ACTUATOR_BACKEND_THREADS] = "threads",
         [ACTUATOR_BACKEND_CPUSET] = "cpuset",
         [ACTUATOR_BACKEND_SYSTEMD] = "systemd",
 };
 
-const char *actuator_backend_to_string(ActuatorBackend b) {
-        if (b < 0 || b >= _ACTUATOR_BACKEND_MAX)
-                return NULL;
-        return backend_table[b];
-}
+DEFINE_STRING_TABLE_LOOKUP(actuator_backend, ActuatorBackend, _ACTUATOR_BACKEND_MAX);
 
 void actuator_report_done(ActuatorReport *r) {
         if (!r)

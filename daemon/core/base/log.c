@@ -4,22 +4,42 @@
 
 #include "log.h"
 
-static bool log_to_journal(void) {
+typedef struct LogTarget {
+        bool ready;
+        bool journal; /* structured entries instead of lines on stderr */
+        bool debug;
+} LogTarget;
+
+/* Written once (first message or log_setup()), read on every message. */
+static LogTarget log_target;
+
+void log_setup(void) {
+        const char *e = getenv("STEERD_DEBUG");
+
         /* systemd sets JOURNAL_STREAM when stderr is connected to the journal;
          * then structured entries are better than parsed lines. */
-        return getenv("JOURNAL_STREAM") && !getenv("STEERD_LOG_STDERR");
+        log_target = (LogTarget){
+                .ready = true,
+                .journal = getenv("JOURNAL_STREAM") && !getenv("STEERD_LOG_STDERR"),
+                .debug = e && *e && !streq(e, "0"),
+        };
 }
 
-static bool log_debug_enabled(void) {
-        const char *e = getenv("STEERD_DEBUG");
-        return e && *e && !streq(e, "0");
+static const LogTarget *target(void) {
+        if (!log_target.ready)
+                log_setup();
+        return &log_target;
+}
+
+bool log_debug_enabled(void) {
+        return target()->debug;
 }
 
 static int vlog(int level, int error, const char *message_id, const char *fmt, va_list ap) {
         char buf[2048];
         int saved = errno;
 
-        if (level >= LOG_DEBUG && !log_debug_enabled())
+        if (level >= LOG_DEBUG && !target()->debug)
                 goto out;
 
         int n = vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -27,7 +47,7 @@ static int vlog(int level, int error, const char *message_id, const char *fmt, v
         if (error != 0 && n >= 0 && (size_t) n < sizeof(buf))
                 snprintf(buf + n, sizeof(buf) - (size_t) n, ": %s", strerror(error < 0 ? -error : error));
 
-        if (log_to_journal()) {
+        if (target()->journal) {
                 char prio[16], mid[64], err[32];
                 snprintf(prio, sizeof(prio), "PRIORITY=%d", level);
                 snprintf(mid, sizeof(mid), "MESSAGE_ID=%s", message_id ? message_id : "");

@@ -12,9 +12,7 @@ static const char *const optin_source_table[_OPTIN_SOURCE_MAX] = {
         [OPTIN_SOURCE_XATTR] = "xattr",
 };
 
-const char *optin_source_to_string(OptInSource s) {
-        return s >= 0 && s < _OPTIN_SOURCE_MAX ? optin_source_table[s] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(optin_source, OptInSource, _OPTIN_SOURCE_MAX);
 
 void optin_set_done(OptInSet *s) {
         for (size_t i = 0; i < s->n; i++) {
@@ -32,12 +30,6 @@ static int cmp_optin(const void *a, const void *b) {
 const OptIn *optin_set_find(const OptInSet *s, const char *name) {
         OptIn key = {.name = (char *) name};
         return s->n ? bsearch(&key, s->items, s->n, sizeof(OptIn), cmp_optin) : NULL;
-}
-
-void optin_entries_free(OptInEntry *e, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                free(e[i].cgroup);
-        free(e);
 }
 
 typedef struct Scan {

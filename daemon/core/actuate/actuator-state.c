@@ -245,10 +245,7 @@ static int load_cgroup(json_object *o, ActCgroup *ret, bool *ok) {
 
         if (!*ok)
                 return 0;
-        c.backend = _ACTUATOR_BACKEND_INVALID;
-        for (ActuatorBackend b = 0; b < _ACTUATOR_BACKEND_MAX; b++)
-                if (streq(json_object_get_string(backend), actuator_backend_to_string(b)))
-                        c.backend = b;
+        c.backend = actuator_backend_from_string(json_object_get_string(backend));
         c.v2 = json_object_get_boolean(v2);
         if (c.backend < 0 || !dir_is_sane(json_object_get_string(dir)) ||
             (c.backend != ACTUATOR_BACKEND_THREADS && !text) ||

@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <limits.h>
 
+#include "lines.h"
 #include "proc-stat.h"
 #include "sched-debug.h"
 
@@ -17,19 +18,6 @@ typedef struct CpuState {
         unsigned header_line, root_line;
         bool has_nr_running, has_root, has_util, has_runnable;
 } CpuState;
-
-static const char *next_line(const char *eol) {
-        return *eol ? eol + 1 : eol;
-}
-
-static size_t count_cpu_headers(const char *contents) {
-        size_t n = 0;
-
-        for (const char *p = contents; *p; p = next_line(strchrnul(p, '\n')))
-                if (startswith_literal(p, "cpu#"))
-                        n++;
-        return n;
-}
 
 /* "cpu#N" or "cpu#N, F MHz", nothing else; p is after "cpu#". */
 static int parse_cpu_header(const char *p, unsigned *ret) {
@@ -137,19 +125,18 @@ int sched_debug_parse(const char *contents, const char *fname, SchedDebug *ret, 
         assert(fname);
         assert(ret);
 
-        n_alloc = count_cpu_headers(contents);
+        n_alloc = lines_count_prefix(contents, "cpu#");
         if (n_alloc > 0) {
                 cpus = calloc(n_alloc, sizeof(SchedDebugCpu));
                 if (!cpus)
                         return -ENOMEM;
         }
 
-        for (const char *p = contents, *eol; *p; p = next_line(eol)) {
+        FOREACH_LINE(p, eol, contents) {
                 bool blank_before;
                 const char *q;
                 uint64_t v;
 
-                eol = strchrnul(p, '\n');
                 line++;
                 blank_before = prev_blank;
                 prev_blank = p == eol;

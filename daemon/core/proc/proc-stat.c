@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <limits.h>
 
+#include "lines.h"
 #include "proc-stat.h"
 
 int proc_parse_u64(const char **p, uint64_t *ret) {
@@ -71,19 +72,6 @@ int proc_next_decimal(const char **p, double *ret) {
         return 0;
 }
 
-static const char *next_line(const char *eol) {
-        return *eol ? eol + 1 : eol;
-}
-
-static size_t count_cpu_lines(const char *contents) {
-        size_t n = 0;
-
-        for (const char *p = contents; *p; p = next_line(strchrnul(p, '\n')))
-                if (startswith_literal(p, "cpu"))
-                        n++;
-        return n;
-}
-
 /* On failure *ret_column is the 1-based time column at fault, 0 for the id. */
 static int parse_cpu_line(const char *p, CpuTimes *ret, const char **ret_reason, size_t *ret_column) {
         uint64_t id, v[10] = {};
@@ -145,19 +133,18 @@ int proc_stat_parse(const char *contents, const char *fname, ProcStat *ret, unsi
 
         /* One allocation per sample rather than one per line: this runs
          * every tick. */
-        n_alloc = count_cpu_lines(contents);
+        n_alloc = lines_count_prefix(contents, "cpu");
         if (n_alloc > 0) {
                 cpus = calloc(n_alloc, sizeof(CpuTimes));
                 if (!cpus)
                         return -ENOMEM;
         }
 
-        for (const char *p = contents, *eol; *p; p = next_line(eol)) {
+        FOREACH_LINE(p, eol, contents) {
                 const char *reason, *q;
                 size_t column;
                 CpuTimes t;
 
-                eol = strchrnul(p, '\n');
                 line++;
 
                 q = startswith_literal(p, "cpu");

@@ -8,32 +8,14 @@ static const char *const mode_table[_MODE_MAX] = {
         [MODE_BALANCED] = "balanced",
 };
 
-const char *mode_to_string(Mode m) {
-        return m >= 0 && m < _MODE_MAX ? mode_table[m] : NULL;
-}
-
-Mode mode_from_string(const char *s) {
-        for (int i = 0; s && i < _MODE_MAX; i++)
-                if (streq(s, mode_table[i]))
-                        return (Mode) i;
-        return _MODE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(mode, Mode, _MODE_MAX);
 
 static const char *const sticky_scope_table[_STICKY_SCOPE_MAX] = {
         [STICKY_SCOPE_CORE] = "core",
         [STICKY_SCOPE_CPU] = "cpu",
 };
 
-const char *sticky_scope_to_string(StickyScope s) {
-        return s >= 0 && s < _STICKY_SCOPE_MAX ? sticky_scope_table[s] : NULL;
-}
-
-StickyScope sticky_scope_from_string(const char *s) {
-        for (int i = 0; s && i < _STICKY_SCOPE_MAX; i++)
-                if (streq(s, sticky_scope_table[i]))
-                        return (StickyScope) i;
-        return _STICKY_SCOPE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(sticky_scope, StickyScope, _STICKY_SCOPE_MAX);
 
 void settings_init_defaults(Settings *s) {
         /* Field by field after a memset, so that two default Settings compare

@@ -3,12 +3,9 @@
 #include <ctype.h>
 #include <limits.h>
 
+#include "lines.h"
 #include "proc-stat.h"
 #include "proc-thread.h"
-
-static const char *next_line(const char *eol) {
-        return *eol ? eol + 1 : eol;
-}
 
 static const char *next_u64_reason(int r) {
         return r == -ENODATA ? "truncated" : r == -ERANGE ? "value out of range" : "not a number";
@@ -136,8 +133,7 @@ int thread_sched_parse(const char *contents, const char *fname, ThreadSched *ret
         assert(fname);
         assert(ret);
 
-        for (const char *p = contents, *eol; *p; p = next_line(eol)) {
-                eol = strchrnul(p, '\n');
+        FOREACH_LINE(p, eol, contents) {
                 line++;
 
                 /* The header names the thread, and a thread names itself: skip
@@ -183,7 +179,7 @@ int thread_status_parse_cpus_allowed(const char *contents, const char *fname, Cp
         assert(fname);
         assert(ret);
 
-        for (const char *p = contents, *eol; *p; p = next_line(eol)) {
+        FOREACH_LINE(p, eol, contents) {
                 _cleanup_(freep) char *heap = NULL;
                 _cleanup_cpuset_ CpuSet set = NULL;
                 char stack[256], *buf = stack;
@@ -191,7 +187,6 @@ int thread_status_parse_cpus_allowed(const char *contents, const char *fname, Cp
                 size_t len;
                 int r;
 
-                eol = strchrnul(p, '\n');
                 line++;
 
                 q = startswith_literal(p, "Cpus_allowed_list:");

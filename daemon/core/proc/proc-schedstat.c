@@ -3,21 +3,9 @@
 #include <inttypes.h>
 #include <limits.h>
 
+#include "lines.h"
 #include "proc-schedstat.h"
 #include "proc-stat.h"
-
-static const char *next_line(const char *eol) {
-        return *eol ? eol + 1 : eol;
-}
-
-static size_t count_cpu_lines(const char *contents) {
-        size_t n = 0;
-
-        for (const char *p = contents; *p; p = next_line(strchrnul(p, '\n')))
-                if (startswith_literal(p, "cpu"))
-                        n++;
-        return n;
-}
 
 /* "cpuN f1 .. f9". On failure *ret_field is the 1-based field at fault, 0
  * when it is the id or the line as a whole. */
@@ -86,19 +74,18 @@ int proc_schedstat_parse(const char *contents, const char *fname, ProcSchedstat 
         if (!*contents)
                 return proc_parse_error(reterr_line, fname, 0, "empty file");
 
-        n_alloc = count_cpu_lines(contents);
+        n_alloc = lines_count_prefix(contents, "cpu");
         if (n_alloc > 0) {
                 cpus = calloc(n_alloc, sizeof(CpuSchedstat));
                 if (!cpus)
                         return -ENOMEM;
         }
 
-        for (const char *p = contents, *eol; *p; p = next_line(eol)) {
+        FOREACH_LINE(p, eol, contents) {
                 const char *q, *reason;
                 CpuSchedstat c;
                 size_t field;
 
-                eol = strchrnul(p, '\n');
                 line++;
 
                 if (line == 1) {

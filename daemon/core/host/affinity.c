@@ -68,7 +68,8 @@ int thread_get_affinity(pid_t tid, CpuSet *ret) {
                         if (w[i] != 0)
                                 for (size_t b = 0; b < 8 * sizeof(unsigned long); b++)
                                         if (w[i] & (1UL << b))
-                                                hwloc_bitmap_set(set, (unsigned) (i * 8 * sizeof(unsigned long) + b));
+                                                hwloc_bitmap_set(
+                                                        set, (unsigned) (i * 8 * sizeof(unsigned long) + b));
                 *ret = TAKE_PTR(set);
                 return 0;
         }
@@ -110,4 +111,3 @@ int thread_set_affinity_all(pid_t tid, size_t affinity_bytes) {
         memset(d.set, 0xff, d.bytes);
         return set_affinity(tid, &d);
 }
-

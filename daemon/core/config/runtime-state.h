@@ -5,8 +5,8 @@
  * restart: kept in STATE_DIR/runtime.json (default /var/lib/steerd), unless
  * the config says PersistRuntime=no. */
 
-#include "config.h"
-#include "optin.h"
+#include "optin-entry.h"
+#include "settings.h"
 
 typedef struct RuntimeState {
         bool has_mode;

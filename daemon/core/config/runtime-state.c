@@ -100,7 +100,7 @@ static int parse(json_object *o, RuntimeState *s) {
                                 return -EBADMSG;
                         const char *cg = json_object_get_string(c);
                         CgroupPolicy pol = cgroup_policy_from_string(json_object_get_string(p));
-                        if (!cg || config_validate_cgroup_path(cg) < 0 || pol < 0)
+                        if (!cg || optin_entry_validate_cgroup(cg) < 0 || pol < 0)
                                 return -EBADMSG;
                         int r = runtime_state_opt_in(s, cg, pol);
                         if (r < 0)
@@ -112,7 +112,7 @@ static int parse(json_object *o, RuntimeState *s) {
                         return -EBADMSG;
                 for (size_t i = 0; i < json_object_array_length(v); i++) {
                         const char *cg = json_object_get_string(json_object_array_get_idx(v, i));
-                        if (!cg || config_validate_cgroup_path(cg) < 0)
+                        if (!cg || optin_entry_validate_cgroup(cg) < 0)
                                 return -EBADMSG;
                         int r = runtime_state_opt_out(s, cg);
                         if (r < 0)

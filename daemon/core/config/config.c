@@ -266,30 +266,11 @@ static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
         return 0;
 }
 
-int config_validate_cgroup_path(const char *path) {
-        if (!path || path[0] != '/')
-                return -EINVAL;
-        if (strlen(path) >= 4096)
-                return -ENAMETOOLONG;
-        /* ".." would let an opt-in escape its hierarchy. */
-        for (const char *p = path; *p;) {
-                const char *e = strchrnul(p + 1, '/');
-                size_t n = (size_t) (e - p - 1);
-                if ((n == 2 && strncmp(p + 1, "..", 2) == 0) || (n == 1 && p[1] == '.'))
-                        return -EINVAL;
-                p = e;
-        }
-        for (const char *p = path; *p; p++)
-                if ((unsigned char) *p < 0x20 || *p == 0x7f)
-                        return -EINVAL;
-        return 0;
-}
-
 static int add_opt_in(ParseState *ps, const char *cgroup, const char *value) {
         Config *c = ps->config;
         CgroupPolicy p = cgroup_policy_from_string(value);
 
-        if (config_validate_cgroup_path(cgroup) < 0)
+        if (optin_entry_validate_cgroup(cgroup) < 0)
                 return parse_error(ps, ps->line,
                                    "[OptIn] '%s': a cgroup is an absolute path without '.' or '..'", cgroup);
         if (p < 0)
