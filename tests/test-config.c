@@ -195,19 +195,19 @@ static void test_missing(void **state) {
 }
 
 static void test_cgroup_paths(void **state) {
-        assert_int_equal(config_validate_cgroup_path("/bench1"), 0);
-        assert_int_equal(config_validate_cgroup_path("/sys/fs/cgroup/cpuset/bench1"), 0);
-        assert_int_equal(config_validate_cgroup_path("/"), 0);
-        assert_int_equal(config_validate_cgroup_path("bench1"), -EINVAL);
-        assert_int_equal(config_validate_cgroup_path("/a/.."), -EINVAL);
-        assert_int_equal(config_validate_cgroup_path("/a/./b"), -EINVAL);
-        assert_int_equal(config_validate_cgroup_path("/a\nb"), -EINVAL);
-        assert_int_equal(config_validate_cgroup_path("/..."), 0); /* a legal, if odd, name */
+        assert_int_equal(optin_entry_validate_cgroup("/bench1"), 0);
+        assert_int_equal(optin_entry_validate_cgroup("/sys/fs/cgroup/cpuset/bench1"), 0);
+        assert_int_equal(optin_entry_validate_cgroup("/"), 0);
+        assert_int_equal(optin_entry_validate_cgroup("bench1"), -EINVAL);
+        assert_int_equal(optin_entry_validate_cgroup("/a/.."), -EINVAL);
+        assert_int_equal(optin_entry_validate_cgroup("/a/./b"), -EINVAL);
+        assert_int_equal(optin_entry_validate_cgroup("/a\nb"), -EINVAL);
+        assert_int_equal(optin_entry_validate_cgroup("/..."), 0); /* a legal, if odd, name */
         char big[5000];
         memset(big, 'a', sizeof(big));
         big[0] = '/';
         big[sizeof(big) - 1] = '\0';
-        assert_int_equal(config_validate_cgroup_path(big), -ENAMETOOLONG);
+        assert_int_equal(optin_entry_validate_cgroup(big), -ENAMETOOLONG);
 }
 
 int main(void) {
