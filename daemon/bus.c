@@ -488,7 +488,6 @@ int bus_wait_ready(Manager *m, uint64_t timeout_us) {
         return -ETIMEDOUT;
 }
 
-
 void bus_emit_mode_changed(Manager *m) {
         if (!m->bus)
                 return;

@@ -253,7 +253,7 @@ static int tick(Manager *m, uint64_t now_us) {
          * shows it). Where runnable comes from sched/debug, a list of every
          * task of the host, that read is most of an idle steerd's cost. */
         sampler_set_runnable_needed(m->sampler, m->topo->n_llcs >= 2 && (n > 0 || m->mode == MODE_OBSERVE));
-        r = sampler_sample(m->sampler, now_us, cgs, n, &snap);
+        r = sample_snapshot(m->sampler, now_us, cgs, n, &snap);
         if (r == -EAGAIN)
                 return 0;
         if (r < 0)

@@ -26,11 +26,11 @@ int run_once(const Args *args, const Config *config) {
                 return r;
 
         uint64_t t0 = now_monotonic_us();
-        r = sampler_sample(setup.sampler, t0, setup.cgroups.items, setup.cgroups.n, &snap);
+        r = sample_snapshot(setup.sampler, t0, setup.cgroups.items, setup.cgroups.n, &snap);
         if (r != -EAGAIN)
                 return r < 0 ? r : -EINVAL;
         sleep_us(interval_us);
-        r = sampler_sample(setup.sampler, now_monotonic_us(), setup.cgroups.items, setup.cgroups.n, &snap);
+        r = sample_snapshot(setup.sampler, now_monotonic_us(), setup.cgroups.items, setup.cgroups.n, &snap);
         if (r < 0)
                 return r;
 

@@ -48,8 +48,8 @@ int run_record(const Args *args, const Config *config) {
         uint64_t next = now_monotonic_us(), written = 0;
         for (;;) {
                 _cleanup_(snapshot_freep) Snapshot *snap = NULL;
-                r = sampler_sample(setup.sampler, now_monotonic_us(), setup.cgroups.items, setup.cgroups.n,
-                                   &snap);
+                r = sample_snapshot(setup.sampler, now_monotonic_us(), setup.cgroups.items, setup.cgroups.n,
+                                    &snap);
                 if (r >= 0) {
                         _cleanup_(freep) char *line = NULL;
                         r = snapshot_to_json_string(snap, &line);

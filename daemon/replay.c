@@ -50,6 +50,8 @@ int run_replay(const Args *args, const Config *config) {
                 r = snapshot_from_json_string(line, args->replay, lineno, &snap);
                 if (r < 0)
                         return r;
+                /* A recording's flags are the rule of its day: today's rule decides. */
+                policy_mark_overloaded(snap);
                 r = policy_decide(snap, &settings, state, snap->time_us, &plan);
                 if (r < 0)
                         return log_error_errno(r, "%s:%u: the policy engine failed", args->replay, lineno);

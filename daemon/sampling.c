@@ -2,6 +2,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "policy.h"
 #include "sampling.h"
 
 void resolved_cgroups_done(ResolvedCgroups *r) {
@@ -57,6 +58,17 @@ uint64_t now_monotonic_us(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+int sample_snapshot(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups,
+                    Snapshot **ret) {
+        Snapshot *snap = NULL;
+        int r = sampler_sample(s, now_us, cgroups, n_cgroups, &snap);
+        if (r < 0)
+                return r;
+        policy_mark_overloaded(snap);
+        *ret = snap;
+        return 0;
 }
 
 void sampling_setup_done(SamplingSetup *s) {

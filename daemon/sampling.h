@@ -21,6 +21,11 @@ int resolve_config_cgroups(const RootDir *root, const Config *config, ResolvedCg
 
 uint64_t now_monotonic_us(void);
 
+/* sampler_sample(), then the LLCs' overloaded flags by the policy's rule
+ * (policy_mark_overloaded()): every snapshot steerd shows or records. */
+int sample_snapshot(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups,
+                    Snapshot **ret);
+
 /* What --once and --record sample with. */
 typedef struct SamplingSetup {
         RootDir *root;

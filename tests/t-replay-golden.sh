@@ -30,6 +30,16 @@ for gz in "$DIR"/*.jsonl.gz; do
         echo "$s: $(wc -l <"$TMP/$s.plan.json") ticks, $actions actions"
         n=$((n + 1))
 done
+# The overload rule is the policy's: a recording's flags are recomputed, so
+# a stream whose flags say the opposite replays into the same plans.
+s=synthetic-1llc
+gzip -dc "$DIR/$s.jsonl.gz" | sed 's/"overloaded": true/"overloaded": X/g; s/"overloaded": false/"overloaded": true/g; s/"overloaded": X/"overloaded": false/g' >"$TMP/flipped.jsonl"
+grep -q '"overloaded": false' "$TMP/flipped.jsonl" || { echo "FAIL: no flag to flip in $s" >&2; exit 1; }
+"$STEERD" --replay "$TMP/flipped.jsonl" --json --config "$DIR/$s.conf" >"$TMP/flipped.plan.json" ||
+        { echo "FAIL: replay of the flipped stream failed" >&2; exit 1; }
+cmp -s "$DIR/$s.plan.json" "$TMP/flipped.plan.json" ||
+        { echo "FAIL: the recorded overloaded flags changed the plans: the rule must be the policy's" >&2; bad=$((bad + 1)); }
+
 [ "$n" -ge 4 ] || { echo "FAIL: expected at least 4 streams in $DIR, found $n" >&2; exit 1; }
 [ "$bad" -eq 0 ] || exit 1
 echo "PASS: $n streams replay byte-identically"

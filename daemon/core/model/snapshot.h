@@ -52,7 +52,7 @@ typedef struct LlcSample {
         double util;           /* mean per online CPU, 0..1024 */
         double boosted;        /* mean per online CPU, 0..1024 */
         unsigned nr_idle_scan; /* SIS_UTIL, 0..weight */
-        bool overloaded;       /* nr_idle_scan < weight / 2: see docs/DECISIONS.md */
+        bool overloaded;       /* output only: policy_mark_overloaded() sets it, the policy never reads it */
 } LlcSample;
 
 typedef struct ThreadSample {

@@ -203,7 +203,7 @@ int policy_balance(PolicyCtx *ctx) {
                         continue;
                 if (!busiest || l->boosted > busiest->boosted)
                         busiest = l;
-                if (!l->overloaded) {
+                if (!policy_llc_overloaded(l)) {
                         all_overloaded = false;
                         if (!target || l->boosted < target->boosted)
                                 target = l;

@@ -9,7 +9,7 @@
  * so that the scan walks only the window and the cgroup's threads, which
  * mostly wake each other, share caches.
  *
- * Open: the LLC is overloaded (nr_idle_scan * 2 < weight, the sampler's flag,
+ * Open: the LLC is overloaded (policy_llc_overloaded(): nr_idle_scan * 2 < weight,
  * mean util above ~60%). Widen back: nr_idle_scan >= WindowWidenScanPercent
  * of the weight (75%: mean util below ~43%). In between, windows stay and
  * may grow with their demand, but never shrink or move: the gap is the
@@ -163,7 +163,7 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
 
         /* Outside overload the scan term would grow windows as the LLC calms
          * and jitter with it; there only the demand sizes them. */
-        unsigned scan_cpus = llc->overloaded ? llc->nr_idle_scan : 0;
+        unsigned scan_cpus = policy_llc_overloaded(llc) ? llc->nr_idle_scan : 0;
         unsigned demand_cpus =
                 (unsigned) ceil(cand->demand * (1.0 + MAX(st->window_headroom, 0.0)) / SCHED_CAPACITY_SCALE);
         unsigned need_cpus = MAX(scan_cpus, demand_cpus);
@@ -186,7 +186,7 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
                 bool enough = cpus >= need_cpus && cores >= need_cores;
 
                 /* Outside overload a window may grow but not shrink. */
-                if (enough && !(slot->old && !llc->overloaded))
+                if (enough && !(slot->old && !policy_llc_overloaded(llc)))
                         break;
                 hwloc_bitmap_and(w->scratch, slot->cpus, base);
                 hwloc_bitmap_or(w->mask, w->mask, w->scratch);
@@ -198,7 +198,7 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
                 w->slots[s].old = false;
 
         /* Overloaded: a held window grows only on a shortfall that lasts. */
-        bool grows = cand->held && llc->overloaded && !hwloc_bitmap_isequal(w->mask, cur) &&
+        bool grows = cand->held && policy_llc_overloaded(llc) && !hwloc_bitmap_isequal(w->mask, cur) &&
                      hwloc_bitmap_isincluded(cur, w->mask);
         if (!grows)
                 c->window_short_since_us = 0;
@@ -237,7 +237,7 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
         }
 
         bool moves = !hwloc_bitmap_isincluded(cur, w->mask);
-        if (hwloc_bitmap_isequal(w->mask, cur) || (cand->held && moves && !llc->overloaded) ||
+        if (hwloc_bitmap_isequal(w->mask, cur) || (cand->held && moves && !policy_llc_overloaded(llc)) ||
             (moves && !policy_cgroup_threads_resident(ctx, c))) {
                 /* Unchanged, or a change that must wait: the old window stays. */
                 if (cand->held) {
@@ -254,9 +254,9 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
                  "llc %u nr_idle_scan %u %s weight %u (util %.0f); demand %.0f +%.0f%% -> %u cpus, scan %u "
                  "cpus, "
                  "min %u cores -> %u cores, %u cpus",
-                 llc->id, llc->nr_idle_scan, llc->overloaded ? "< half of" : "of", llc->weight, llc->util,
-                 cand->demand, MAX(st->window_headroom, 0.0) * 100, demand_cpus, scan_cpus, need_cores,
-                 cores, cpus);
+                 llc->id, llc->nr_idle_scan, policy_llc_overloaded(llc) ? "< half of" : "of", llc->weight,
+                 llc->util, cand->demand, MAX(st->window_headroom, 0.0) * 100, demand_cpus, scan_cpus,
+                 need_cores, cores, cpus);
         r = policy_cgroup_set_layer(ctx, c, ACTION_POLICY_WINDOW, w->mask, reason);
         if (r < 0)
                 return r;
@@ -317,7 +317,7 @@ static int window_llc(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, C
                 bool held = c->window.mask && c->window_llc == policy_llc_index(ctx, llc);
                 if (c->window.mask && !held)
                         continue;
-                if (!held && (!llc->overloaded || policy_cgroup_holds_thread_homes(c) ||
+                if (!held && (!policy_llc_overloaded(llc) || policy_cgroup_holds_thread_homes(c) ||
                               !policy_cgroup_settled(ctx, c) || too_light(homes[i].demand) ||
                               homes[i].llc != policy_llc_index(ctx, llc) ||
                               !(homes[i].in_home * 2 > homes[i].demand)))

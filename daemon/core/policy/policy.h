@@ -18,6 +18,16 @@
  * per layer the open guard experiment; the counters. */
 typedef struct PolicyState PolicyState;
 
+/* The overload rule (DESIGN.md 1.1, docs/DECISIONS.md): the kernel's SIS_UTIL
+ * wakeup scan would visit fewer than half of the LLC's CPUs (mean util
+ * above ~60% at imbalance_pct 117). Every policy asks this, never the
+ * snapshot's flag, so that a recorded stream replays under today's rule. */
+bool policy_llc_overloaded(const LlcSample *l);
+/* Set each LLC's overloaded flag of snap by that rule: what --once, --record,
+ * the bus and the metrics show, and what a replayed recording's flags are
+ * recomputed to. */
+void policy_mark_overloaded(Snapshot *snap);
+
 int policy_state_new(PolicyState **ret);
 PolicyState *policy_state_free(PolicyState *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(PolicyState *, policy_state_free);

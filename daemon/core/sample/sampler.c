@@ -750,10 +750,9 @@ static int build_llcs(const Topology *topo, Snapshot *snap) {
                         continue;
                 ls->util /= ls->weight;
                 ls->boosted /= ls->weight;
+                /* Whether that makes the LLC overloaded is the policy's rule
+                 * (policy_llc_overloaded()), not the sampler's. */
                 ls->nr_idle_scan = sis_nr_idle_scan(ls->util, ls->weight, SIS_IMBALANCE_PCT);
-                /* Overloaded: the kernel's wakeup scan would cover less than half
-                 * of the LLC (mean util above ~60% at imbalance_pct 117). */
-                ls->overloaded = ls->nr_idle_scan * 2 < ls->weight;
         }
         return 0;
 }
