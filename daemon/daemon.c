@@ -4,6 +4,7 @@
 
 #include "log.h"
 #include "manager.h"
+#include "steerd.h"
 
 /* The sampler keeps two /proc descriptors open per opted-in thread; the
  * soft limit services get (1024) would cap that at a few hundred. sd-event
@@ -38,7 +39,17 @@ int run_daemon(const Args *args, Config *config) {
                 log_warning("Not running as root: threads of other users cannot be steered.");
         bump_nofile_limit();
         become_batch();
-        r = manager_new(args, config, &m);
+        ManagerOptions o = {
+                .config_path = args->config,
+                .root = args->root,
+                .topology = args->topology,
+                .runtime_dir = args->runtime_dir,
+                .state_dir = args->state_dir,
+        };
+        r = manager_new(&o, config, &m);
+        if (r < 0)
+                return r;
+        r = manager_start(m);
         if (r < 0)
                 return r;
         r = manager_run(m);

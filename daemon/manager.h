@@ -15,7 +15,6 @@
 #include "proc-connector.h"
 #include "runtime-state.h"
 #include "sampler.h"
-#include "steerd.h"
 #include "topology.h"
 
 /* How often the cgroup trees are walked for user.steerd.policy. */
@@ -75,7 +74,20 @@ typedef struct ManagerCounters {
         uint64_t ticks, applied, kept, reverted, restored, failed, adopted;
 } ManagerCounters;
 
-int manager_new(const Args *args, Config *config, Manager **ret);
+/* Where the daemon runs: the command line's part of the Manager. */
+typedef struct ManagerOptions {
+        const char *config_path; /* for reloads; NULL: the default file */
+        const char *root;        /* NULL: "/" */
+        const char *topology;    /* hwloc XML or synthetic string; NULL: the host's (reloaded on hotplug) */
+        const char *runtime_dir; /* NULL: /run/steerd */
+        const char *state_dir;   /* NULL: /var/lib/steerd */
+} ManagerOptions;
+
+/* manager_new() builds and reads, without side effects; manager_start()
+ * connects, gives back what a predecessor left and attaches the event
+ * sources. Takes ownership of config. */
+int manager_new(const ManagerOptions *o, Config *config, Manager **ret);
+int manager_start(Manager *m);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 

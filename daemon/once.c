@@ -21,7 +21,7 @@ int run_once(const Args *args, const Config *config) {
         uint64_t interval_us = (args->interval_ms ?: 1000) * USEC_PER_MSEC;
         int r;
 
-        r = sampling_setup(args, config, &setup);
+        r = sampling_setup(args->root, args->topology, config, &setup);
         if (r < 0)
                 return r;
 

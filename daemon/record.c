@@ -35,7 +35,7 @@ int run_record(const Args *args, const Config *config) {
                         return log_error_errno(errno, "Cannot open %s for writing", args->record);
                 out = owned;
         }
-        r = sampling_setup(args, config, &setup);
+        r = sampling_setup(args->root, args->topology, config, &setup);
         if (r < 0)
                 return r;
 

@@ -79,11 +79,27 @@ void sampling_setup_done(SamplingSetup *s) {
         *s = (SamplingSetup){};
 }
 
-int sampling_setup(const Args *args, const Config *config, SamplingSetup *ret) {
+int sampling_open_root(const char *root, const char *topology, RootDir **ret_root, Topology **ret_topo) {
+        _cleanup_(rootdir_freep) RootDir *rd = NULL;
+        _cleanup_(topology_freep) Topology *topo = NULL;
+        int r;
+
+        r = rootdir_open(root ?: "/", &rd);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open root directory %s", root ?: "/");
+        r = topology_load(rd, topology, &topo);
+        if (r < 0)
+                return log_error_errno(r, "Cannot load the topology (%s)", topology ?: "live");
+        *ret_root = TAKE_PTR(rd);
+        *ret_topo = TAKE_PTR(topo);
+        return 0;
+}
+
+int sampling_setup(const char *root, const char *topology, const Config *config, SamplingSetup *ret) {
         _cleanup_(sampling_setup_done) SamplingSetup s = {};
         int r;
 
-        r = open_root_and_topology(args, &s.root, &s.topo);
+        r = sampling_open_root(root, topology, &s.root, &s.topo);
         if (r < 0)
                 return r;
         r = sampler_new(s.root, s.topo, &config->settings, &s.sampler);

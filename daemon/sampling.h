@@ -7,7 +7,7 @@
 
 #include "config.h"
 #include "sampler.h"
-#include "steerd.h"
+#include "topology.h"
 
 typedef struct ResolvedCgroups {
         SamplerCgroup *items;
@@ -34,5 +34,7 @@ typedef struct SamplingSetup {
         ResolvedCgroups cgroups;
 } SamplingSetup;
 
-int sampling_setup(const Args *args, const Config *config, SamplingSetup *ret);
+/* Open root (NULL: "/") and load the topology (NULL: the host's). */
+int sampling_open_root(const char *root, const char *topology, RootDir **ret_root, Topology **ret_topo);
+int sampling_setup(const char *root, const char *topology, const Config *config, SamplingSetup *ret);
 void sampling_setup_done(SamplingSetup *s);

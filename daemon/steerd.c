@@ -133,22 +133,6 @@ static int parse_argv(int argc, char *argv[], Args *args) {
         return 1;
 }
 
-int open_root_and_topology(const Args *args, RootDir **ret_root, Topology **ret_topo) {
-        _cleanup_(rootdir_freep) RootDir *root = NULL;
-        _cleanup_(topology_freep) Topology *topo = NULL;
-        int r;
-
-        r = rootdir_open(args->root ?: "/", &root);
-        if (r < 0)
-                return log_error_errno(r, "Cannot open root directory %s", args->root ?: "/");
-        r = topology_load(root, args->topology, &topo);
-        if (r < 0)
-                return log_error_errno(r, "Cannot load the topology (%s)", args->topology ?: "live");
-        *ret_root = TAKE_PTR(root);
-        *ret_topo = TAKE_PTR(topo);
-        return 0;
-}
-
 int main(int argc, char *argv[]) {
         _cleanup_(config_freep) Config *config = NULL;
         Args args = {};

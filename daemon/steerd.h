@@ -4,8 +4,6 @@
 /* What the command line asked for; each run mode lives in its own file. */
 
 #include "config.h"
-#include "rootdir.h"
-#include "topology.h"
 
 typedef struct Args {
         const char *root;
@@ -25,6 +23,3 @@ int run_record(const Args *args, const Config *config);
 int run_replay(const Args *args, const Config *config);
 /* Takes ownership of config. */
 int run_daemon(const Args *args, Config *config);
-
-/* Shared by the modes that sample: open the root and the topology. */
-int open_root_and_topology(const Args *args, RootDir **ret_root, Topology **ret_topo);

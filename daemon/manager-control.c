@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+#include <sys/stat.h>
+
+#include "bus.h"
+#include "log.h"
+#include "manager-internal.h"
+#include "snapshot-json.h"
+
+/* ---- mode, reload ---- */
+
+int manager_set_mode(Manager *m, Mode mode) {
+        if (mode < 0 || mode >= _MODE_MAX)
+                return -EINVAL;
+        if (mode == m->mode)
+                return 0;
+        Mode old = m->mode;
+        m->mode = mode;
+        if (mode_applies(old) && !mode_applies(mode)) {
+                /* Nothing applied may outlive the mode that applied it. */
+                (void) actuator_release_all(m->actuator);
+                sampler_reread_threads(m->sampler);
+        }
+        if (mode_applies(old) != mode_applies(mode) || mode == MODE_OFF) {
+                /* The engine's idea of what is applied is void now: start afresh. */
+                PolicyState *fresh = NULL;
+                if (policy_state_new(&fresh) >= 0) {
+                        policy_state_free(m->policy);
+                        m->policy = fresh;
+                }
+        }
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Mode %s -> %s", mode_to_string(old),
+                   mode_to_string(mode));
+        bus_emit_mode_changed(m);
+        return 1;
+}
+
+static void save_runtime(Manager *m) {
+        if (!m->config->settings.persist_runtime)
+                return;
+        if (mkdir(m->state_dir, 0755) < 0 && errno != EEXIST) {
+                log_warning_errno(errno, "Cannot create %s; runtime changes will not survive a restart",
+                                  m->state_dir);
+                return;
+        }
+        (void) runtime_state_save(&m->runtime, m->runtime_file);
+}
+
+int manager_set_mode_runtime(Manager *m, Mode mode) {
+        int r = manager_set_mode(m, mode);
+        if (r < 0)
+                return r;
+        m->runtime.has_mode = true;
+        m->runtime.mode = mode;
+        save_runtime(m);
+        return 0;
+}
+
+int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy) {
+        CgroupLocation loc = {};
+        uint64_t now;
+        int r;
+
+        r = cgroup_resolve(m->root, &m->mounts, cgroup, &loc);
+        if (r < 0)
+                return r;
+        cgroup_location_done(&loc);
+        r = runtime_state_opt_in(&m->runtime, cgroup, policy);
+        if (r < 0)
+                return r;
+        save_runtime(m);
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        return manager_refresh_optins(m, now, false);
+}
+
+int manager_opt_out(Manager *m, const char *cgroup) {
+        uint64_t now;
+        int r;
+
+        if (!optin_set_find(&m->optins, cgroup))
+                return -ENOENT;
+        r = runtime_state_opt_out(&m->runtime, cgroup);
+        if (r < 0)
+                return r;
+        save_runtime(m);
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        return manager_refresh_optins(m, now, false);
+}
+
+void manager_counters(const Manager *m, ManagerCounters *ret) {
+        PolicyCounters c;
+        policy_state_counters(m->policy, &c);
+        *ret = (ManagerCounters){
+                .ticks = m->ticks,
+                .applied = c.applied,
+                .kept = c.kept,
+                .reverted = c.reverted,
+                .restored = c.restored,
+                .failed = m->actions_failed,
+                .adopted = m->threads_adopted,
+        };
+}
+
+int manager_describe_json(const Manager *m, char **ret) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object(),
+                                                *counters = json_object_new_object();
+        ManagerCounters c;
+        int r;
+
+        if (!o || !counters)
+                return -ENOMEM;
+        json_object_object_add(o, "mode", json_object_new_string(mode_to_string(m->mode)));
+        if (m->last_snapshot) {
+                json_object *snap = NULL;
+                r = snapshot_to_json(m->last_snapshot, &snap);
+                if (r < 0)
+                        return r;
+                json_object_object_add(o, "snapshot", snap);
+        } else
+                json_object_object_add(o, "snapshot", NULL);
+        json_object *plan = NULL;
+        if (m->last_plan) {
+                _cleanup_(freep) char *text = NULL;
+                r = plan_to_json(m->last_plan, (unsigned) m->ticks, &text);
+                if (r < 0)
+                        return r;
+                json_object *po = json_tokener_parse(text), *actions;
+                if (po && json_object_object_get_ex(po, "actions", &actions))
+                        plan = json_object_get(actions);
+                json_object_put(po);
+        }
+        json_object_object_add(o, "plan", plan ?: json_object_new_array());
+        manager_counters(m, &c);
+        json_object_object_add(counters, "ticks", json_object_new_uint64(c.ticks));
+        json_object_object_add(counters, "applied", json_object_new_uint64(c.applied));
+        json_object_object_add(counters, "kept", json_object_new_uint64(c.kept));
+        json_object_object_add(counters, "reverted", json_object_new_uint64(c.reverted));
+        json_object_object_add(counters, "restored", json_object_new_uint64(c.restored));
+        json_object_object_add(counters, "failed", json_object_new_uint64(c.failed));
+        json_object_object_add(counters, "adopted", json_object_new_uint64(c.adopted));
+        json_object_object_add(o, "counters", TAKE_PTR(counters));
+
+        const char *t =
+                json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        char *d = t ? strdup(t) : NULL;
+        if (!d)
+                return -ENOMEM;
+        *ret = d;
+        return 0;
+}
+
+int manager_reload(Manager *m, char **ret_error) {
+        Config *c = NULL;
+        int r;
+
+        r = config_load_full(m->config_path ?: STEERD_DEFAULT_CONFIG,
+                             !m->config_path || streq(m->config_path, STEERD_DEFAULT_CONFIG), &c, ret_error);
+        if (r < 0) {
+                log_struct(LOG_ERR, STEERD_MESSAGE_CONFIG,
+                           "Reload: %s is invalid (see above); the running configuration stays",
+                           m->config_path ?: STEERD_DEFAULT_CONFIG);
+                return r;
+        }
+        Mode old_config_mode = m->config->settings.mode;
+        config_free(m->config);
+        m->config = c;
+        sampler_set_settings(m->sampler, &c->settings);
+        if (c->settings.mode != old_config_mode) {
+                /* The operator edited Mode= in the file: that is the latest word. */
+                m->runtime.has_mode = false;
+                save_runtime(m);
+                (void) manager_set_mode(m, c->settings.mode);
+        }
+        uint64_t now;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        (void) manager_refresh_optins(m, now, true);
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Reloaded %s",
+                   m->config_path ?: STEERD_DEFAULT_CONFIG);
+        return 0;
+}

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+#include <systemd/sd-daemon.h>
+
+#include "bus.h"
+#include "log.h"
+#include "manager-internal.h"
+#include "metrics.h"
+#include "sampling.h"
+
+static void log_plan(const Plan *plan, bool applied) {
+        char buf[CPUSET_STRLEN];
+        unsigned pin = 0, release = 0;
+
+        for (size_t i = 0; i < plan->n_actions; i++) {
+                const Action *a = &plan->actions[i];
+                bool sticky = a->policy == ACTION_POLICY_STICKY;
+                log_struct(sticky ? LOG_DEBUG : LOG_INFO, STEERD_MESSAGE_ACTION,
+                           "%s%s %s %s%s%.0d -> CPUs %s: %s", applied ? "" : "[observe] ",
+                           action_policy_to_string(a->policy), action_kind_to_string(a->kind), a->cgroup,
+                           a->tid ? " tid " : "", (int) a->tid, cpuset_to_string(a->cpus, buf, sizeof(buf)),
+                           a->reason ? a->reason : "");
+                /* As the actuator does: stickiness summed per cgroup. */
+                if (sticky && a->kind == ACTION_RESTORE)
+                        release++;
+                else if (sticky)
+                        pin++;
+                bool last = i + 1 == plan->n_actions || !streq(plan->actions[i + 1].cgroup, a->cgroup);
+                if (last && pin + release > 0) {
+                        log_struct(LOG_INFO, STEERD_MESSAGE_ACTION,
+                                   "%scgroup %s: sticky would pin %u thread%s, give %u back (each thread at "
+                                   "debug level)",
+                                   applied ? "" : "[observe] ", a->cgroup, pin, pin == 1 ? "" : "s",
+                                   release);
+                        pin = release = 0;
+                }
+        }
+}
+
+static void forget_let_go(Manager *m, const ActuatorReport *rep) {
+        for (size_t i = 0; i < rep->n_let_go; i++)
+                (void) policy_state_let_go(m->policy, rep->let_go[i].cgroup, rep->let_go[i].tid,
+                                           rep->let_go[i].starttime);
+}
+
+static Settings effective_settings(const Manager *m) {
+        Settings s = m->config->settings;
+        s.mode = m->mode;
+        return s;
+}
+
+/* ---- the tick ---- */
+
+/* Failed give-backs are kept (actuator.h); they are tried again every few
+ * seconds, backing off to a minute while they keep failing, and at once
+ * when the bus comes back. Outside latency/balanced nothing may stay held;
+ * inside, what failed before (a predecessor's leftovers too) and what
+ * belongs to no opted-in cgroup. */
+#define RETRY_MIN_USEC (5 * USEC_PER_SEC)
+#define RETRY_MAX_USEC (60 * USEC_PER_SEC)
+
+static void retry_give_backs(Manager *m, uint64_t now_us) {
+        size_t nt, nc;
+
+        actuator_counts(m->actuator, &nt, &nc);
+        if (nt + nc == 0 || (!m->retry_now && now_us < m->retry_at_us))
+                return;
+        m->retry_now = false;
+        int r = actuator_retry(m->actuator, !mode_applies(m->mode));
+        if (r < 0) {
+                m->retry_interval_us = CLAMP(m->retry_interval_us * 2, RETRY_MIN_USEC, RETRY_MAX_USEC);
+                m->retry_at_us = now_us + m->retry_interval_us;
+                return;
+        }
+        m->retry_interval_us = 0;
+        m->retry_at_us = now_us + RETRY_MIN_USEC;
+}
+
+/* CPU hotplug: the set of online CPUs (from /proc/stat, every tick) differs
+ * from the one the topology was loaded for. Only the host's own topology is
+ * reloaded; an XML or synthetic one describes another machine. */
+static bool cpus_came_or_went(Manager *m, const Snapshot *snap) {
+        _cleanup_cpuset_ CpuSet now = NULL;
+
+        if (!m->topology_live || snapshot_online_cpus(snap, &now) < 0)
+                return false;
+        if (!m->online_seen) {
+                m->online_seen = TAKE_PTR(now);
+                return false;
+        }
+        if (hwloc_bitmap_isequal(now, m->online_seen))
+                return false;
+        char was[CPUSET_STRLEN], is[CPUSET_STRLEN];
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG,
+                   "Topology changed: CPUs %s online (were %s); giving back what steerd holds and reloading "
+                   "the topology",
+                   cpuset_to_string(now, is, sizeof(is)),
+                   cpuset_to_string(m->online_seen, was, sizeof(was)));
+        hwloc_bitmap_free(m->online_seen);
+        m->online_seen = TAKE_PTR(now);
+        return true;
+}
+
+/* Every window and pin was placed on the old topology: give them back, load
+ * the new one, and let the engine decide afresh (the next tick). What the
+ * kernel did meanwhile (an offline CPU leaves every mask by itself) is
+ * within what steerd gives back. */
+static int refresh_topology(Manager *m) {
+        _cleanup_(topology_freep) Topology *topo = NULL;
+        Sampler *sampler = NULL;
+        PolicyState *fresh = NULL;
+        int r;
+
+        (void) actuator_release_all(m->actuator);
+        r = topology_load(m->root, NULL, &topo);
+        if (r < 0)
+                return log_error_errno(r, "Cannot reload the topology; keeping the old one");
+        r = sampler_new(m->root, topo, &m->config->settings, &sampler);
+        if (r < 0)
+                return log_error_errno(
+                        r, "Cannot set up the sampler for the new topology; keeping the old one");
+        r = policy_state_new(&fresh);
+        if (r < 0) {
+                sampler_free(sampler);
+                return r;
+        }
+        sampler_free(m->sampler);
+        m->sampler = sampler;
+        policy_state_free(m->policy);
+        m->policy = fresh;
+        topology_free(m->topo);
+        m->topo = TAKE_PTR(topo);
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Topology reloaded: %zu CPUs (%s online) in %zu LLCs",
+                   m->topo->n_cpus,
+                   cpuset_to_string(m->topo->online, (char[CPUSET_STRLEN]){}, CPUSET_STRLEN),
+                   m->topo->n_llcs);
+        return 0;
+}
+
+/* The opted-in cgroups that exist now, as the sampler and the actuator want
+ * them (borrowed from m->optins: valid until the next refresh). */
+typedef struct TickCgroups {
+        SamplerCgroup *cgs;
+        const char **names;
+        CgroupLocation *locs;
+        size_t n;
+} TickCgroups;
+
+static void tick_cgroups_done(TickCgroups *t) {
+        free(t->cgs);
+        free(t->names);
+        free(t->locs);
+        *t = (TickCgroups){};
+}
+
+static int tick_cgroups(const Manager *m, TickCgroups *ret) {
+        _cleanup_(tick_cgroups_done) TickCgroups t = {
+                .cgs = calloc(m->optins.n + 1, sizeof(SamplerCgroup)),
+                .names = calloc(m->optins.n + 1, sizeof(char *)),
+                .locs = calloc(m->optins.n + 1, sizeof(CgroupLocation)),
+        };
+
+        if (!t.cgs || !t.names || !t.locs)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->optins.n; i++) {
+                const OptIn *o = &m->optins.items[i];
+                if (!o->loc.dir)
+                        continue;
+                t.cgs[t.n] = (SamplerCgroup){
+                        .name = o->name,
+                        .loc = &o->loc,
+                        .policy = o->policy,
+                        .original_cpus = actuator_cgroup_original(m->actuator, o->name),
+                };
+                t.names[t.n] = o->name;
+                t.locs[t.n] = o->loc;
+                t.n++;
+        }
+        *ret = t;
+        t = (TickCgroups){};
+        return 0;
+}
+
+static void check_ownership(Manager *m, const Snapshot *snap) {
+        _cleanup_(actuator_report_done) ActuatorReport rep = {};
+        int r = actuator_check_ownership(m->actuator, snap, &rep);
+        if (r < 0)
+                log_warning_errno(r, "Ownership check failed");
+        forget_let_go(m, &rep);
+}
+
+static void apply_plan(Manager *m, const Snapshot *snap, const Plan *plan) {
+        _cleanup_(actuator_report_done) ActuatorReport rep = {};
+        int r = actuator_apply(m->actuator, snap, plan, &rep);
+        if (r < 0)
+                log_warning_errno(r, "Applying the plan failed");
+        sampler_reread_threads(m->sampler);
+        /* The actuator logs each action as it takes effect. */
+        m->actions_failed += rep.failed;
+        forget_let_go(m, &rep);
+}
+
+static void write_metrics(Manager *m, uint64_t now_us) {
+        const Settings *st = &m->config->settings;
+        ManagerCounters mc;
+
+        if (!st->metrics_file[0] || now_us - m->metrics_written_us < st->metrics_interval_ms * USEC_PER_MSEC)
+                return;
+        manager_counters(m, &mc);
+        MetricsCounters c = {
+                .ticks = mc.ticks,
+                .applied = mc.applied,
+                .kept = mc.kept,
+                .reverted = mc.reverted,
+                .restored = mc.restored,
+                .failed = mc.failed,
+                .adopted = mc.adopted,
+                .opted_in_cgroups = m->optins.n,
+                .mode = mode_to_string(m->mode),
+        };
+        int r = metrics_write(st->metrics_file, m->last_snapshot, &c);
+        if (r < 0 && m->metrics_written_us == 0)
+                log_warning_errno(r, "Cannot write the metrics file %s", st->metrics_file);
+        m->metrics_written_us = now_us;
+}
+
+static void notify_status(const Manager *m) {
+        PolicyCounters c;
+        size_t nt, nc;
+
+        policy_state_counters(m->policy, &c);
+        actuator_counts(m->actuator, &nt, &nc);
+        (void) sd_notifyf(false,
+                          "STATUS=Mode %s; %zu cgroups opted in; owning %zu threads, %zu cgroups; actions "
+                          "applied %llu, kept %llu, reverted %llu",
+                          mode_to_string(m->mode), m->optins.n, nt, nc, (unsigned long long) c.applied,
+                          (unsigned long long) c.kept, (unsigned long long) c.reverted);
+}
+
+static int tick(Manager *m, uint64_t now_us) {
+        _cleanup_(snapshot_freep) Snapshot *snap = NULL;
+        _cleanup_(plan_freep) Plan *plan = NULL;
+        _cleanup_(tick_cgroups_done) TickCgroups t = {};
+        int r;
+
+        retry_give_backs(m, now_us);
+        if (m->mode == MODE_OFF)
+                return 0; /* nothing is sampled: off costs nothing */
+
+        if (now_us - m->xattr_scanned_us >= XATTR_RESCAN_USEC)
+                (void) manager_refresh_optins(m, now_us, true);
+        r = tick_cgroups(m, &t);
+        if (r < 0)
+                return r;
+
+        /* Runnable only feeds balancing between LLCs: one LLC has nothing to
+         * balance, and no opted-in cgroup nothing to move (observe still
+         * shows it). Where runnable comes from sched/debug, a list of every
+         * task of the host, that read is most of an idle steerd's cost. */
+        sampler_set_runnable_needed(m->sampler,
+                                    m->topo->n_llcs >= 2 && (t.n > 0 || m->mode == MODE_OBSERVE));
+        r = sample_snapshot(m->sampler, now_us, t.cgs, t.n, &snap);
+        if (r == -EAGAIN)
+                return 0;
+        if (r < 0)
+                return log_warning_errno(r, "Sample failed; this tick is skipped");
+        m->ticks++;
+        if (cpus_came_or_went(m, snap))
+                return refresh_topology(m);
+
+        r = actuator_set_cgroups(m->actuator, t.names, t.locs, t.n);
+        if (r < 0)
+                return log_error_errno(r, "Cannot update the actuator's cgroups");
+        if (mode_applies(m->mode))
+                check_ownership(m, snap);
+
+        Settings settings = effective_settings(m);
+        r = policy_decide(snap, &settings, m->policy, now_us, &plan);
+        if (r < 0)
+                return log_error_errno(r, "The policy engine failed; nothing is applied this tick");
+        if (m->mode == MODE_OBSERVE)
+                log_plan(plan, false);
+        else if (mode_applies(m->mode) && plan->n_actions > 0)
+                apply_plan(m, snap, plan);
+
+        bus_emit_tick(m, m->last_snapshot, snap, mode_applies(m->mode) ? plan : NULL);
+        snapshot_free(m->last_snapshot);
+        m->last_snapshot = TAKE_PTR(snap);
+        plan_free(m->last_plan);
+        m->last_plan = TAKE_PTR(plan);
+
+        write_metrics(m, now_us);
+        if (m->ticks % 50 == 1)
+                notify_status(m);
+        return 0;
+}
+
+static int arm_timer(Manager *m, uint64_t next) {
+        int r = sd_event_source_set_time(m->sample_timer, next);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(m->sample_timer, SD_EVENT_ON);
+}
+
+int manager_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        uint64_t period = m->config->settings.sample_period_ms * USEC_PER_MSEC;
+
+        if (m->test_hang_file && access(m->test_hang_file, F_OK) == 0) {
+                /* The guest check's fault switch: a loop that hangs stops
+                 * pinging the watchdog, and systemd must kill it. */
+                log_warning("%s exists (STEERD_TEST_HANG_FILE): hanging the event loop", m->test_hang_file);
+                for (;;)
+                        pause();
+        }
+        (void) tick(m, usec);
+        /* Keep the cadence: the next tick is due a period after this one was,
+         * unless we fell behind by more than a period. */
+        uint64_t now;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        uint64_t next = usec + period;
+        if (next <= now)
+                next = now + period;
+        return arm_timer(m, next);
+}
