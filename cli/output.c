@@ -43,26 +43,6 @@ int log_error_errno(int error, const char *fmt, ...) {
         return error == 0 ? -EIO : -abs(error);
 }
 
-int json_add(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-int json_append(json_object *a, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_array_add(a, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 int json_print(json_object *o, JsonMode mode) {
         int flags = JSON_C_TO_STRING_NOSLASHESCAPE;
         const char *s;

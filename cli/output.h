@@ -4,14 +4,12 @@
 /* Terminal, logging and JSON helpers of steerctl. Stateless: whether stdout
  * is a terminal is asked each time, nothing is cached in globals. */
 
-#include <json-c/json.h>
 #include <stdarg.h>
 
+#include "steerd-json.h"
 #include "steerd-macros.h"
 
 #include "steerctl.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 
 #define ANSI_NORMAL "\x1b[0m"
 #define ANSI_HIGHLIGHT "\x1b[1m"
@@ -34,11 +32,6 @@ int log_error_errno(int error, const char *fmt, ...) _printf_(2, 3);
 #define log_error(...) log_error_errno(0, __VA_ARGS__)
 #define log_oom() log_error_errno(ENOMEM, "Out of memory.")
 
-/* json_object_object_add() that always takes ownership of v, also on
- * failure (v NULL counts as out of memory). */
-int json_add(json_object *o, const char *key, json_object *v);
-/* json_object_array_add() with the same ownership rule. */
-int json_append(json_object *a, json_object *v);
 /* One JSON document on stdout, followed by a newline, flushed. */
 int json_print(json_object *o, JsonMode mode);
 

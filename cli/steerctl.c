@@ -7,6 +7,7 @@
 
 #include "output.h"
 #include "steerctl.h"
+#include "steerd-parse.h"
 
 #ifndef STEERD_VERSION
 #define STEERD_VERSION "unknown"
@@ -107,16 +108,10 @@ static const Verb verbs[] = {
 };
 
 static int parse_uint(const char *s, const char *what, uint64_t lo, uint64_t hi, uint64_t *ret) {
-        unsigned long long v;
-        char *end;
-
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno != 0 || end == s || *end || s[0] == '-' || v < lo || v > hi)
+        if (safe_atou64_range(s, lo, hi, ret) < 0)
                 return log_error_errno(EINVAL,
                                        "%s: '%s' is not a number between %" PRIu64 " and %" PRIu64 ".", what,
                                        s, lo, hi);
-        *ret = v;
         return 0;
 }
 

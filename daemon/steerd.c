@@ -3,6 +3,7 @@
 #include <inttypes.h>
 
 #include "log.h"
+#include "steerd-parse.h"
 #include "steerd.h"
 #include "topology.h"
 
@@ -29,13 +30,9 @@ static void help(void) {
 }
 
 static int parse_u64(const char *s, const char *what, uint64_t lo, uint64_t hi, uint64_t *ret) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+        if (safe_atou64_range(s, lo, hi, ret) < 0)
                 return log_error("%s: '%s' is not a number in [%" PRIu64 ", %" PRIu64 "]", what, s, lo, hi),
                        -EINVAL;
-        *ret = v;
         return 0;
 }
 
