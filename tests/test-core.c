@@ -7,6 +7,9 @@
 
 #include "cpuset.h"
 #include "ewma.h"
+#include "log.h"
+#include "plan.h"
+#include "settings.h"
 #include "snapshot-json.h"
 #include "snapshot.h"
 
@@ -167,11 +170,59 @@ static void test_json_malformed(void **state) {
         snapshot_free(s);
 }
 
+static int evaluated;
+
+static int count_evaluation(void) {
+        return ++evaluated;
+}
+
+/* log_debug() costs a branch when debug is off: its arguments (a cpuset
+ * string per sticky action, say) are not evaluated. */
+static void test_log_debug_lazy(void **state) {
+        assert_int_equal(unsetenv("STEERD_DEBUG"), 0);
+        assert_int_equal(setenv("STEERD_LOG_STDERR", "1", 1), 0);
+        log_setup();
+        assert_false(log_debug_enabled());
+        evaluated = 0;
+        log_debug("never shown %d", count_evaluation());
+        assert_int_equal(evaluated, 0);
+
+        assert_int_equal(setenv("STEERD_DEBUG", "1", 1), 0);
+        log_setup();
+        assert_true(log_debug_enabled());
+        log_debug("shown once: %d", count_evaluation());
+        assert_int_equal(evaluated, 1);
+
+        /* Read once: changing the environment alone changes nothing. */
+        assert_int_equal(setenv("STEERD_DEBUG", "0", 1), 0);
+        assert_true(log_debug_enabled());
+        log_setup();
+        assert_false(log_debug_enabled());
+        assert_int_equal(unsetenv("STEERD_DEBUG"), 0);
+        log_setup();
+}
+
+/* One string table per enum, both ways, out of range and unknown refused. */
+static void test_string_tables(void **state) {
+        for (Mode m = 0; m < _MODE_MAX; m++)
+                assert_int_equal(mode_from_string(mode_to_string(m)), m);
+        assert_null(mode_to_string(_MODE_MAX));
+        assert_null(mode_to_string((Mode) -1));
+        assert_int_equal(mode_from_string("fast"), -EINVAL);
+        assert_int_equal(mode_from_string(NULL), -EINVAL);
+        for (ActionPolicy p = 0; p < _ACTION_POLICY_MAX; p++)
+                assert_int_equal(action_policy_from_string(action_policy_to_string(p)), p);
+        assert_int_equal(cgroup_policy_from_string("latency"), CGROUP_POLICY_LATENCY);
+        assert_int_equal(runnable_source_from_string("debugfs"), RUNNABLE_SOURCE_DEBUGFS);
+        assert_string_equal(sticky_scope_to_string(STICKY_SCOPE_CPU), "cpu");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cpuset),         cmocka_unit_test(test_sis_formula),
                 cmocka_unit_test(test_ewma),           cmocka_unit_test(test_json_round_trip),
-                cmocka_unit_test(test_json_malformed),
+                cmocka_unit_test(test_json_malformed), cmocka_unit_test(test_log_debug_lazy),
+                cmocka_unit_test(test_string_tables),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
