@@ -63,6 +63,8 @@ void manager_info_done(ManagerInfo *i) {
         if (!i)
                 return;
         free(i->mode);
+        free(i->mode_source);
+        free(i->config_mode);
         free(i->version);
         for (size_t k = 0; k < i->n_counters; k++)
                 free(i->counters[k].name);
@@ -130,6 +132,12 @@ static int parse_manager_properties(sd_bus_message *m, ManagerInfo *info) {
                         return r;
                 if (streq(name, "Mode"))
                         r = read_string_variant(m, &info->mode);
+                else if (streq(name, "ModeSource"))
+                        r = read_string_variant(m, &info->mode_source);
+                else if (streq(name, "ModeSetUSec"))
+                        r = sd_bus_message_read(m, "v", "t", &info->mode_set_usec);
+                else if (streq(name, "ConfigMode"))
+                        r = read_string_variant(m, &info->config_mode);
                 else if (streq(name, "Version"))
                         r = read_string_variant(m, &info->version);
                 else if (streq(name, "SamplePeriodUSec"))

@@ -37,6 +37,9 @@ typedef struct Counter {
 
 typedef struct ManagerInfo {
         char *mode;
+        char *mode_source;      /* config | runtime; NULL from an older daemon */
+        uint64_t mode_set_usec; /* runtime: CLOCK_REALTIME when steerctl set it, 0 if unknown */
+        char *config_mode;      /* the config's Mode= */
         char *version;
         uint64_t sample_period_usec;
         Counter *counters; /* in the daemon's order */

@@ -22,7 +22,10 @@ static void help(void) {
                "  status               Show mode, version, sample period, counters and the\n"
                "                       opted-in cgroups with policy, source, CPUs and threads\n"
                "                       (the default command)\n"
-               "  mode [MODE]          Show the mode, or switch steerd to MODE (instant, reversible)\n"
+               "  mode [MODE]          Show the mode, or switch steerd to MODE (instant, reversible;\n"
+               "                       kept across restarts, over the config's Mode=, unless\n"
+               "                       PersistRuntime=no)\n"
+               "  mode --reset         Drop the mode steerctl set: the config's Mode= applies\n"
                "  opt-in CGROUP        Let steerd steer CGROUP's threads, with --policy (default\n"
                "                       latency); kept across restarts unless PersistRuntime=no\n"
                "  opt-out CGROUP       Stop steering CGROUP and give its CPUs back\n"
@@ -136,6 +139,7 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 ARG_NO_LEGEND,
                 ARG_NO_PAGER,
                 ARG_ONCE,
+                ARG_RESET,
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -145,6 +149,7 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 {"no-pager", no_argument, NULL, ARG_NO_PAGER},
                 {"policy", required_argument, NULL, 'p'},
                 {"once", no_argument, NULL, ARG_ONCE},
+                {"reset", no_argument, NULL, ARG_RESET},
                 {"iterations", required_argument, NULL, 'n'},
                 {"delay", required_argument, NULL, 'd'},
                 {},
@@ -182,6 +187,9 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 case ARG_ONCE:
                         args->iterations = 1;
                         args->top_options_set = true;
+                        break;
+                case ARG_RESET:
+                        args->reset = true;
                         break;
                 case 'n':
                         if (parse_uint(optarg, "--iterations", 1, UINT32_MAX, &args->iterations) < 0)
@@ -228,6 +236,11 @@ static int dispatch_verb(int argc, char *argv[], const Args *args) {
          * misplaced one is not silently ignored. */
         if (args->policy && !streq(verb->name, "opt-in"))
                 return log_error("--policy is only valid with opt-in."), EXIT_USAGE;
+        if (args->reset && !streq(verb->name, "mode"))
+                return log_error("--reset is only valid with mode."), EXIT_USAGE;
+        if (args->reset && argc > 1)
+                return log_error("mode --reset takes no MODE: it goes back to the config's Mode=."),
+                       EXIT_USAGE;
         if (args->top_options_set && !streq(verb->name, "top"))
                 return log_error("--once, --iterations and --delay are only valid with top."), EXIT_USAGE;
 

@@ -26,6 +26,7 @@ typedef struct Args {
         uint64_t iterations;  /* top: frames to print, 0 = until interrupted */
         uint64_t delay_usec;  /* top: time between frames */
         bool top_options_set; /* --once, --iterations or --delay was given */
+        bool reset;           /* mode --reset: drop steerctl's saved mode */
 } Args;
 
 #define TOP_DELAY_DEFAULT_USEC USEC_PER_SEC

@@ -77,12 +77,39 @@ static int show_mode(const Args *args) {
         return fflush(stdout) == 0 ? 0 : -EIO;
 }
 
+static int reset_mode(void) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(freep) char *mode = NULL;
+        int dropped = 0, r;
+
+        r = bus_connect(&bus);
+        if (r < 0)
+                return r;
+        r = bus_call(bus, "ResetMode", &error, &reply, NULL);
+        if (r < 0)
+                return log_bus_error(r, &error, true, "Failed to reset the mode");
+        r = sd_bus_message_read(reply, "b", &dropped);
+        if (r < 0)
+                return log_error_errno(r, "Failed to parse the reply: %s", strerror(-r));
+        r = sd_bus_get_property_string(bus, STEERD_BUS_NAME, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, "Mode",
+                                       &error, &mode);
+        if (r < 0)
+                return log_bus_error(r, &error, false, "Failed to get the mode");
+        printf("%s: mode %s, from the config\n",
+               dropped ? "Dropped the mode steerctl had set" : "No mode was set by steerctl", mode);
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
 int verb_mode(int argc, char *argv[], const Args *args) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         const char *mode;
         int r;
 
+        if (args->reset)
+                return reset_mode();
         if (argc < 2)
                 return show_mode(args);
 

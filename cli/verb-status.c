@@ -2,6 +2,7 @@
 /* The read verbs that show the daemon's state: status and list. */
 
 #include <inttypes.h>
+#include <time.h>
 
 #include "bus-util.h"
 #include "output.h"
@@ -68,6 +69,11 @@ static int status_to_json(const ManagerInfo *info, const CgroupList *l, json_obj
                 return r;
         if (json_add(o, "mode", info->mode ? json_object_new_string(info->mode) : json_object_new_null()) <
                     0 ||
+            json_add_full(o, "mode_source",
+                          info->mode_source ? json_object_new_string(info->mode_source) : NULL, true) < 0 ||
+            json_add(o, "mode_set_usec", json_object_new_uint64(info->mode_set_usec)) < 0 ||
+            json_add_full(o, "config_mode",
+                          info->config_mode ? json_object_new_string(info->config_mode) : NULL, true) < 0 ||
             json_add(o, "version",
                      info->version ? json_object_new_string(info->version) : json_object_new_null()) < 0 ||
             json_add(o, "sample_period_usec", json_object_new_uint64(info->sample_period_usec)) < 0 ||
@@ -86,12 +92,35 @@ static void print_cgroup_line(const CgroupInfo *c) {
                        c->threads == 1 ? "" : "s");
 }
 
+/* " (from the config)" or " (set by steerctl at TIME; the config says X;
+ * `steerctl mode --reset` goes back to it)": an operator who edited the
+ * config sees at once why it does not apply. */
+static void print_mode_source(const ManagerInfo *info) {
+        if (!info->mode_source)
+                return;
+        if (!streq(info->mode_source, "runtime")) {
+                printf(" (from the config)");
+                return;
+        }
+        char when[64] = "an unknown time";
+        time_t t = (time_t) (info->mode_set_usec / USEC_PER_SEC);
+        struct tm tm;
+        if (info->mode_set_usec > 0 && localtime_r(&t, &tm))
+                strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm);
+        printf(" (set by steerctl at %s", when);
+        if (info->config_mode && !streq(info->config_mode, info->mode ?: ""))
+                printf("; the config says %s, `steerctl mode --reset` goes back to it", info->config_mode);
+        printf(")");
+}
+
 static void print_status(const ManagerInfo *info, const CgroupList *l) {
         char span[FORMAT_TIMESPAN_MAX];
 
         printf("%ssteerd%s %s\n", ansi(ANSI_HIGHLIGHT), ansi(ANSI_NORMAL),
                info->version ?: "(unknown version)");
-        printf("         Mode: %s%s%s\n", ansi(ANSI_HIGHLIGHT), info->mode ?: "-", ansi(ANSI_NORMAL));
+        printf("         Mode: %s%s%s", ansi(ANSI_HIGHLIGHT), info->mode ?: "-", ansi(ANSI_NORMAL));
+        print_mode_source(info);
+        printf("\n");
         printf("Sample period: %s\n", format_timespan(span, sizeof(span), info->sample_period_usec));
         printf("     Counters:");
         if (info->n_counters == 0)

@@ -135,6 +135,27 @@ static int property_get_mode(sd_bus *bus, const char *path, const char *interfac
         return sd_bus_message_append(reply, "s", mode_to_string(m->mode));
 }
 
+static int property_get_mode_source(sd_bus *bus, const char *path, const char *interface,
+                                    const char *property, sd_bus_message *reply, void *userdata,
+                                    sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", mode_source_to_string(m->mode_source));
+}
+
+static int property_get_mode_set(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "t",
+                                     m->mode_source == MODE_SOURCE_RUNTIME ? m->mode_set_usec : 0);
+}
+
+static int property_get_config_mode(sd_bus *bus, const char *path, const char *interface,
+                                    const char *property, sd_bus_message *reply, void *userdata,
+                                    sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", mode_to_string(m->config->settings.mode));
+}
+
 static int property_get_period(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
@@ -179,6 +200,19 @@ static int method_set_mode(sd_bus_message *msg, void *userdata, sd_bus_error *er
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_reset_mode(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = verify_privileged(m, msg, error);
+        if (r <= 0)
+                return r < 0 ? r : 1; /* refused, or parked until polkit answers */
+        r = manager_reset_mode(m);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "b", r > 0);
 }
 
 static int check_cgroup_arg(const char *cgroup, sd_bus_error *error) {
@@ -315,11 +349,16 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Mode", "s", property_get_mode, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ModeSource", "s", property_get_mode_source, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ModeSetUSec", "t", property_get_mode_set, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ConfigMode", "s", property_get_config_mode, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("SamplePeriodUSec", "t", property_get_period, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Counters", "a{st}", property_get_counters, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("SetMode", SD_BUS_ARGS("s", mode), SD_BUS_NO_RESULT, method_set_mode,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ResetMode", SD_BUS_NO_ARGS, SD_BUS_RESULT("b", dropped), method_reset_mode,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("OptIn", SD_BUS_ARGS("s", cgroup, "s", policy), SD_BUS_NO_RESULT,
                                 method_opt_in, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -493,7 +532,14 @@ void bus_emit_mode_changed(Manager *m) {
                 return;
         (void) sd_bus_emit_signal(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, "ModeChanged", "s",
                                   mode_to_string(m->mode));
-        (void) sd_bus_emit_properties_changed(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, "Mode", NULL);
+        bus_emit_mode_properties(m);
+}
+
+void bus_emit_mode_properties(Manager *m) {
+        if (!m->bus)
+                return;
+        (void) sd_bus_emit_properties_changed(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, "Mode",
+                                              "ModeSource", "ModeSetUSec", "ConfigMode", NULL);
 }
 
 void bus_emit_tick(Manager *m, const Snapshot *prev, const Snapshot *cur, const Plan *applied) {

@@ -22,6 +22,8 @@ void bus_drop(Manager *m);
 int bus_wait_ready(Manager *m, uint64_t timeout_us);
 void bus_pending_auths_free(Manager *m);
 void bus_emit_mode_changed(Manager *m);
+/* Mode, ModeSource, ModeSetUSec, ConfigMode changed (PropertiesChanged only). */
+void bus_emit_mode_properties(Manager *m);
 /* After a tick: LLCOverload for each LLC whose overloaded flag flipped
  * against prev (NULL: none flipped yet), ActionsApplied when plan applied. */
 void bus_emit_tick(Manager *m, const Snapshot *prev, const Snapshot *cur, const Plan *applied);

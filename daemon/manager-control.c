@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <sys/stat.h>
+#include <time.h>
 
 #include "bus.h"
 #include "log.h"
@@ -7,6 +8,31 @@
 #include "snapshot-json.h"
 
 /* ---- mode, reload ---- */
+
+static const char *const mode_source_table[_MODE_SOURCE_MAX] = {
+        [MODE_SOURCE_CONFIG] = "config",
+        [MODE_SOURCE_RUNTIME] = "runtime",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(mode_source, ModeSource, _MODE_SOURCE_MAX);
+
+const char *manager_mode_origin(const Manager *m, char *buf, size_t size) {
+        const char *config = m->config_path ?: STEERD_DEFAULT_CONFIG;
+
+        if (m->mode_source == MODE_SOURCE_CONFIG) {
+                snprintf(buf, size, "config %s", config);
+                return buf;
+        }
+        char when[64] = "an unknown time";
+        time_t t = (time_t) (m->mode_set_usec / USEC_PER_SEC);
+        struct tm tm;
+        if (m->mode_set_usec > 0 && gmtime_r(&t, &tm))
+                strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+        snprintf(buf, size, "steerctl at %s (%s; the config %s says %s)", when,
+                 m->config->settings.persist_runtime ? m->runtime_file : "not saved: PersistRuntime=no",
+                 config, mode_to_string(m->config->settings.mode));
+        return buf;
+}
 
 int manager_set_mode(Manager *m, Mode mode) {
         if (mode < 0 || mode >= _MODE_MAX)
@@ -28,8 +54,9 @@ int manager_set_mode(Manager *m, Mode mode) {
                         m->policy = fresh;
                 }
         }
-        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Mode %s -> %s", mode_to_string(old),
-                   mode_to_string(mode));
+        char origin[512];
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Mode %s -> %s, set by %s", mode_to_string(old),
+                   mode_to_string(mode), manager_mode_origin(m, origin, sizeof(origin)));
         bus_emit_mode_changed(m);
         return 1;
 }
@@ -45,14 +72,43 @@ static void save_runtime(Manager *m) {
         (void) runtime_state_save(&m->runtime, m->runtime_file);
 }
 
+static uint64_t now_realtime_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
 int manager_set_mode_runtime(Manager *m, Mode mode) {
+        if (mode < 0 || mode >= _MODE_MAX)
+                return -EINVAL;
+        m->mode_source = MODE_SOURCE_RUNTIME;
+        m->mode_set_usec = now_realtime_usec();
         int r = manager_set_mode(m, mode);
         if (r < 0)
                 return r;
         m->runtime.has_mode = true;
         m->runtime.mode = mode;
+        m->runtime.mode_set_usec = m->mode_set_usec;
         save_runtime(m);
+        if (r == 0)
+                bus_emit_mode_properties(m); /* the same mode, from a new source */
         return 0;
+}
+
+int manager_reset_mode(Manager *m) {
+        if (m->mode_source == MODE_SOURCE_CONFIG && !m->runtime.has_mode)
+                return 0;
+        m->runtime.has_mode = false;
+        m->runtime.mode_set_usec = 0;
+        save_runtime(m);
+        m->mode_source = MODE_SOURCE_CONFIG;
+        m->mode_set_usec = 0;
+        log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG,
+                   "Saved mode dropped (steerctl mode --reset): the config's Mode=%s applies",
+                   mode_to_string(m->config->settings.mode));
+        if (manager_set_mode(m, m->config->settings.mode) == 0)
+                bus_emit_mode_properties(m);
+        return 1;
 }
 
 int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy) {
@@ -167,6 +223,9 @@ int manager_reload(Manager *m, char **ret_error) {
         if (c->settings.mode != old_config_mode) {
                 /* The operator edited Mode= in the file: that is the latest word. */
                 m->runtime.has_mode = false;
+                m->runtime.mode_set_usec = 0;
+                m->mode_source = MODE_SOURCE_CONFIG;
+                m->mode_set_usec = 0;
                 save_runtime(m);
                 (void) manager_set_mode(m, c->settings.mode);
         }

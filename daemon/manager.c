@@ -139,8 +139,11 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 return -ENOMEM;
         if (config->settings.persist_runtime) {
                 (void) runtime_state_load(m->runtime_file, &m->runtime);
-                if (m->runtime.has_mode)
+                if (m->runtime.has_mode) {
                         m->mode = m->runtime.mode;
+                        m->mode_source = MODE_SOURCE_RUNTIME;
+                        m->mode_set_usec = m->runtime.mode_set_usec;
+                }
         }
         m->topology_live = !o->topology;
         const char *hang = secure_getenv("STEERD_TEST_HANG_FILE");
@@ -308,12 +311,14 @@ Manager *manager_free(Manager *m) {
 }
 
 int manager_run(Manager *m) {
-        log_struct(
-                LOG_INFO, STEERD_MESSAGE_STARTED,
-                "steerd %s started: mode %s, %zu CPUs in %zu LLCs, sampling every %llu ms, runnable from %s",
-                STEERD_VERSION, mode_to_string(m->mode), m->topo->n_cpus, m->topo->n_llcs,
-                (unsigned long long) m->config->settings.sample_period_ms,
-                runnable_source_to_string(sampler_source(m->sampler)));
+        char origin[512];
+        log_struct(LOG_INFO, STEERD_MESSAGE_STARTED,
+                   "steerd %s started: mode %s, set by %s; %zu CPUs in %zu LLCs, sampling every %llu ms, "
+                   "runnable from %s",
+                   STEERD_VERSION, mode_to_string(m->mode), manager_mode_origin(m, origin, sizeof(origin)),
+                   m->topo->n_cpus, m->topo->n_llcs,
+                   (unsigned long long) m->config->settings.sample_period_ms,
+                   runnable_source_to_string(sampler_source(m->sampler)));
         (void) sd_notify(false, "READY=1");
         int r = sd_event_loop(m->event);
         if (r < 0 && !m->given_back)

@@ -20,6 +20,17 @@
 /* How often the cgroup trees are walked for user.steerd.policy. */
 #define XATTR_RESCAN_USEC (5 * USEC_PER_SEC)
 
+/* Who set the mode in force: the config's Mode= (or its default), or
+ * steerctl (SetMode), saved in the runtime state when PersistRuntime=yes. */
+typedef enum ModeSource {
+        MODE_SOURCE_CONFIG,
+        MODE_SOURCE_RUNTIME,
+        _MODE_SOURCE_MAX,
+        _MODE_SOURCE_INVALID = -EINVAL,
+} ModeSource;
+
+const char *mode_source_to_string(ModeSource s);
+
 typedef struct Manager {
         sd_event *event;
         sd_event_source *sample_timer;
@@ -39,6 +50,8 @@ typedef struct Manager {
         char *runtime_file;   /* state_dir/runtime.json */
         RuntimeState runtime;
         Mode mode; /* the config's Mode= unless changed at run time */
+        ModeSource mode_source;
+        uint64_t mode_set_usec; /* MODE_SOURCE_RUNTIME: CLOCK_REALTIME when set; 0: unknown */
 
         Sampler *sampler;
         PolicyState *policy;
@@ -99,6 +112,12 @@ int manager_run(Manager *m);
 int manager_set_mode(Manager *m, Mode mode);
 /* SetMode over the bus: also remembered across restarts. */
 int manager_set_mode_runtime(Manager *m, Mode mode);
+/* Drop steerctl's saved mode: the config's Mode= applies again. 0 if
+ * nothing was saved, 1 if the override was dropped. */
+int manager_reset_mode(Manager *m);
+/* Where the mode in force comes from, for people: "config /etc/steerd/steerd.conf",
+ * "steerctl at 2026-12-01 21:04:05 UTC (saved in ...; the config says observe)". */
+const char *manager_mode_origin(const Manager *m, char *buf, size_t size);
 /* -ENOENT if the cgroup exists nowhere (opt-in) or is not opted in (opt-out). */
 int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy);
 int manager_opt_out(Manager *m, const char *cgroup);

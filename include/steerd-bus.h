@@ -8,12 +8,19 @@
  *
  * Properties (read-only, everyone):
  *   Mode              s   off | observe | latency | balanced  (emits PropertiesChanged)
+ *   ModeSource        s   config (the config's Mode=, or its default) | runtime (SetMode; saved
+ *                         in /var/lib/steerd/runtime.json when PersistRuntime=yes, and then it
+ *                         overrides the config at the next start)
+ *   ModeSetUSec       t   runtime: when SetMode set it (CLOCK_REALTIME usec; 0 if unknown); config: 0
+ *   ConfigMode        s   what the config's Mode= says (what ResetMode returns to)
  *   SamplePeriodUSec  t
  *   Version           s
  *   Counters          a{st}  ticks, applied, kept, reverted, restored, failed, adopted
  *
  * Methods:
  *   SetMode(s mode)                      root or polkit org.steerd1.manage
+ *   ResetMode() -> b dropped             root or polkit; drops the saved SetMode: the config's
+ *                                        Mode= applies (dropped false: there was none)
  *   OptIn(s cgroup, s policy)            root or polkit; policy latency | balanced
  *   OptOut(s cgroup)                     root or polkit; gives the cgroup's CPUs back
  *   ListCgroups() -> a(sssssu)           everyone: name, policy, source (runtime|config|xattr),

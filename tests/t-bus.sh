@@ -347,6 +347,7 @@ signals = {s.get("name"): args(s) for s in iface.findall("signal")}
 props = {p.get("name"): (p.get("type"), p.get("access")) for p in iface.findall("property")}
 want_methods = {
     "SetMode": (("s",), ()),
+    "ResetMode": ((), ("b",)),
     "OptIn": (("s", "s"), ()),
     "OptOut": (("s",), ()),
     "ListCgroups": ((), ("a(sssssu)",)),
@@ -354,7 +355,8 @@ want_methods = {
     "Reload": ((), ()),
 }
 want_signals = {"ModeChanged": ("s",), "LLCOverload": ("u", "b", "d"), "ActionsApplied": ("u", "s")}
-want_props = {"Mode": ("s", "read"), "SamplePeriodUSec": ("t", "read"), "Version": ("s", "read"),
+want_props = {"Mode": ("s", "read"), "ModeSource": ("s", "read"), "ModeSetUSec": ("t", "read"),
+              "ConfigMode": ("s", "read"), "SamplePeriodUSec": ("t", "read"), "Version": ("s", "read"),
               "Counters": ("a{st}", "read")}
 ok = True
 for kind, got, want in (("methods", methods, want_methods), ("signals", signals, want_signals),
@@ -380,7 +382,7 @@ grep -q 'Mode: observe' "$TMP/out" || fail "status as nobody: $(cat "$TMP/out")"
 asnobody "$TMP/steerctl" list --json >"$TMP/out" 2>"$TMP/err" || fail "list as nobody failed: $(cat "$TMP/err")"
 asnobody "$TMP/steerctl" top --once --json >"$TMP/out" 2>"$TMP/err" || fail "top (Describe) as nobody failed: $(cat "$TMP/err")"
 OUT=$(cat "$TMP/out") json_check '"snapshot" in j'
-for cmd in "mode latency" "opt-in /$NAME-b" "opt-out /$NAME" "reload"; do
+for cmd in "mode latency" "mode --reset" "opt-in /$NAME-b" "opt-out /$NAME" "reload"; do
         # shellcheck disable=SC2086
         asnobody "$TMP/steerctl" $cmd >"$TMP/out" 2>"$TMP/err"
         rc=$?
@@ -435,6 +437,8 @@ bad org.steerd1.Error.NoSuchCgroup OptOut "/$NAME-b"
 sctl 2 opt-in "$NAME"
 sctl 2 opt-in "$LONG"
 sctl 2 mode turbo
+sctl 2 mode --reset latency
+sctl 2 status --reset
 sctl 4 opt-out "/$NAME-b"
 echo "bad arguments: ok"
 
@@ -463,6 +467,33 @@ stop_daemon
 start_daemon "$TMP/steerd.conf"
 [ "$(mode_now)" = balanced ] || fail "the mode set with steerctl did not survive a restart: $(mode_now)"
 [ "$(list_now)" = "$KEPT" ] || fail "the runtime opt-ins did not survive a restart: $(list_now) vs $KEPT"
+# Where the mode comes from: the saved steerctl mode, not the config's Mode=observe.
+grep -Eq 'started: mode balanced, set by steerctl at [0-9-]+ [0-9:]+ UTC \(.*runtime.json; the config .* says observe\)' "$TMP/steerd.log" ||
+        fail "the start line does not say the mode came from steerctl: $(grep started: "$TMP/steerd.log" | tail -1)"
+sctl 0 status
+grep -Eq 'Mode: balanced \(set by steerctl at [0-9-]+ [0-9:]+ .*; the config says observe, `steerctl mode --reset` goes back to it\)' <<<"$OUT" ||
+        fail "status does not say where the mode comes from: $OUT"
+sctl 0 status --json
+json_check 'j["mode_source"] == "runtime" and j["config_mode"] == "observe" and abs(j["mode_set_usec"] / 1e6 - __import__("time").time()) < 600'
+sctl 0 mode --reset
+[ "$OUT" = "Dropped the mode steerctl had set: mode observe, from the config" ] || fail "mode --reset printed '$OUT'"
+[ "$(mode_now)" = observe ] || fail "mode --reset left mode $(mode_now)"
+grep -q 'Saved mode dropped (steerctl mode --reset): the config.s Mode=observe applies' "$TMP/steerd.log" ||
+        fail "no journal line for mode --reset"
+grep -q 'Mode balanced -> observe, set by config' "$TMP/steerd.log" || fail "the mode change does not name its source"
+sctl 0 status --json
+json_check 'j["mode_source"] == "config" and j["mode_set_usec"] == 0'
+sctl 0 status
+grep -q 'Mode: observe (from the config)' <<<"$OUT" || fail "status after --reset: $OUT"
+sctl 0 mode --reset
+[ "$OUT" = "No mode was set by steerctl: mode observe, from the config" ] || fail "a second mode --reset printed '$OUT'"
+# The reset is saved too: the next start takes the config's mode.
+stop_daemon
+start_daemon "$TMP/steerd.conf"
+[ "$(mode_now)" = observe ] || fail "mode --reset did not survive a restart: $(mode_now)"
+grep -Eq 'started: mode observe, set by config ' "$TMP/steerd.log" || fail "the start line after --reset: $(grep started: "$TMP/steerd.log" | tail -1)"
+sctl 0 mode balanced
+echo "mode source: start line, status, --json, mode --reset: ok"
 # PersistRuntime=no: every start begins from the file.
 sed 's/^\[Manager\]$/[Manager]\nPersistRuntime=no/' "$TMP/steerd.conf" >"$TMP/nopersist.conf"
 stop_daemon

@@ -107,6 +107,7 @@ _steerctl() {
         local -a common=(-h --help --version --json --json= --no-legend --no-pager)
         local -a policy_opts=(-p --policy --policy=)
         local -a top_opts=(--once -n --iterations --iterations= -d --delay --delay=)
+        local -a mode_opts=(--reset)
         local verb='' i n_args=0 w
 
         # The verb is the first word that is neither an option nor an
@@ -149,7 +150,8 @@ _steerctl() {
                 case $verb in
                 opt-in) opts+=("${policy_opts[@]}") ;;
                 top) opts+=("${top_opts[@]}") ;;
-                '') opts+=("${policy_opts[@]}" "${top_opts[@]}") ;;
+                mode) opts+=("${mode_opts[@]}") ;;
+                '') opts+=("${policy_opts[@]}" "${top_opts[@]}" "${mode_opts[@]}") ;;
                 esac
                 _steerctl_match "${opts[@]}"
                 # --json= and the like wait for their value.

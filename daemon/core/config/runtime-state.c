@@ -89,6 +89,10 @@ static int parse(json_object *o, RuntimeState *s) {
                         return -EBADMSG;
                 s->has_mode = true;
                 s->mode = m;
+                json_object *t;
+                if (json_object_object_get_ex(o, "mode_set_usec", &t) &&
+                    json_object_is_type(t, json_type_int))
+                        s->mode_set_usec = json_object_get_uint64(t);
         }
         if (json_object_object_get_ex(o, "opt_ins", &v)) {
                 if (!json_object_is_type(v, json_type_array))
@@ -158,8 +162,11 @@ int runtime_state_save(const RuntimeState *s, const char *path) {
                 return -ENOMEM;
         }
         json_object_object_add(o, "version", json_object_new_int(1));
-        if (s->has_mode)
+        if (s->has_mode) {
                 json_object_object_add(o, "mode", json_object_new_string(mode_to_string(s->mode)));
+                if (s->mode_set_usec > 0)
+                        json_object_object_add(o, "mode_set_usec", json_object_new_uint64(s->mode_set_usec));
+        }
         for (size_t i = 0; i < s->n_opt_ins; i++) {
                 json_object *e = json_object_new_object();
                 json_object_object_add(e, "cgroup", json_object_new_string(s->opt_ins[i].cgroup));

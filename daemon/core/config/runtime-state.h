@@ -11,7 +11,8 @@
 typedef struct RuntimeState {
         bool has_mode;
         Mode mode;
-        OptInEntry *opt_ins; /* steerctl opt-in */
+        uint64_t mode_set_usec; /* CLOCK_REALTIME when steerctl set it; 0: unknown (an older file) */
+        OptInEntry *opt_ins;    /* steerctl opt-in */
         size_t n_opt_ins;
         char **opt_outs; /* steerctl opt-out of a cgroup the config or an xattr opted in */
         size_t n_opt_outs;
