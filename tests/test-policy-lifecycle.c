@@ -4,6 +4,9 @@
 
 #include "test-policy-util.h"
 
+/* For test_drop_counted(), which breaks the state on purpose. */
+#include "policy-internal.h"
+
 typedef struct World {
         bool with_w, with_s;
         CgroupPolicy w_policy;
@@ -323,6 +326,51 @@ static void test_checker_residency(void **unused) {
         assert_int_equal(policy_check_plan(s, &st, state, plan, 1000 * USEC_PER_MSEC, NULL), 0);
 }
 
+/* A state that asks for a mask outside what the thread allows: its balance
+ * layer reaches beyond the CPUs it had before steerd, which no policy would
+ * set up. The pin then decided within that layer breaks the invariant: the
+ * engine drops it, counts the drop, and the plan does not hold it. */
+static void test_drop_counted(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        const World only_s = {.with_s = true, .s_starttime = 5};
+        PolicyCounters c;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        /* Ticks 0-1: thread 77's streak; StickyTicks=3 would pin it at tick 2. */
+        for (unsigned tick = 0; tick < 2; tick++) {
+                _cleanup_plan_ Plan *plan = tick_world(state, &st, tick, &only_s);
+                assert_int_equal(plan->n_actions, 0);
+        }
+
+        CgroupState *cs = (CgroupState *) policy_state_find_cgroup(state, "/s");
+        assert_non_null(cs);
+        ThreadState *t = (ThreadState *) policy_cgroup_state_find_thread(cs, 77, 5);
+        assert_non_null(t);
+        assert_null(t->orig);
+        assert_null(t->home.mask);
+        t->orig = topo_parse("8-11");
+        t->home.mask = topo_parse("8-15");
+
+        _cleanup_(snapshot_freep) Snapshot *s = world(2, &only_s);
+        _cleanup_plan_ Plan *plan = NULL;
+        assert_int_equal(policy_decide(s, &st, state, s->time_us, &plan), 0);
+        dump_plan(plan, 2);
+        assert_null(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/s", 77));
+        assert_int_equal(plan->n_actions, 0);
+        policy_state_counters(state, &c);
+        assert_int_equal(c.dropped, 1);
+        assert_int_equal(c.applied, 0);
+
+        /* Nothing was recorded for the dropped pin. */
+        cs = (CgroupState *) policy_state_find_cgroup(state, "/s");
+        t = (ThreadState *) policy_cgroup_state_find_thread(cs, 77, 5);
+        assert_non_null(t);
+        assert_null(t->pin.mask);
+        assert_false(t->moved);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_mode_off_restores),
@@ -334,6 +382,7 @@ int main(void) {
                 cmocka_unit_test(test_let_go),
                 cmocka_unit_test(test_checker_refuses),
                 cmocka_unit_test(test_checker_residency),
+                cmocka_unit_test(test_drop_counted),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -155,6 +155,23 @@ static inline ThreadSample *topo_add_thread(Snapshot *s, size_t cg, pid_t tid, u
         return n;
 }
 
+/* Decide, and assert that the engine dropped no action: a drop means a
+ * policy decided something that breaks an invariant, and the plan would
+ * still look fine. */
+static inline Plan *decide_undropped(const Snapshot *s, const Settings *st, PolicyState *state) {
+        PolicyCounters c;
+        Plan *plan = NULL;
+
+        assert_int_equal(policy_decide(s, st, state, s->time_us, &plan), 0);
+        policy_state_counters(state, &c);
+        if (c.dropped != 0) {
+                print_error("the engine dropped %" PRIu64 " action(s); see its log\n", c.dropped);
+                plan_format_text(plan, 0, stderr);
+        }
+        assert_int_equal(c.dropped, 0);
+        return plan;
+}
+
 /* Decide, and hold the plan to every invariant against the state it was
  * decided from. */
 static inline Plan *decide_checked(const Snapshot *s, const Settings *st, PolicyState *state) {
@@ -164,7 +181,7 @@ static inline Plan *decide_checked(const Snapshot *s, const Settings *st, Policy
         int r;
 
         assert_int_equal(policy_state_dup(state, &before), 0);
-        assert_int_equal(policy_decide(s, st, state, s->time_us, &plan), 0);
+        plan = decide_undropped(s, st, state);
         r = policy_check_plan(s, st, before, plan, s->time_us, &why);
         if (r != 0) {
                 print_error("invariant broken: %s\n", why ?: "?");

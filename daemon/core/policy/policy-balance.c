@@ -185,17 +185,13 @@ static int collect(PolicyCtx *ctx, const LlcSample *busiest, const LlcSample *ta
         return 0;
 }
 
-int policy_balance(PolicyCtx *ctx) {
-        const Settings *st = ctx->settings;
+/* The busiest LLC and the least boosted one that is not overloaded, when the
+ * first exceeds the second by more than ImbalancePercent: 1 and both set, 0
+ * when there is nothing to balance. */
+static int pick_llcs(const PolicyCtx *ctx, const LlcSample **ret_busiest, const LlcSample **ret_target) {
         const Snapshot *snap = ctx->snap;
         const LlcSample *busiest = NULL, *target = NULL;
-        _cleanup_(candidates_done) Candidates cands = {};
-        unsigned moves = 0;
         bool all_overloaded = true;
-        int r;
-
-        if (st->max_moves_per_tick == 0 || st->imbalance_percent == 0)
-                return 0;
 
         for (size_t i = 0; i < snap->n_llcs; i++) {
                 const LlcSample *l = &snap->llcs[i];
@@ -213,7 +209,65 @@ int policy_balance(PolicyCtx *ctx) {
          * finding): there is no spare capacity to move to. */
         if (all_overloaded || !busiest || !target || busiest == target)
                 return 0;
-        if (!(busiest->boosted * 100 > target->boosted * st->imbalance_percent))
+        if (!(busiest->boosted * 100 > target->boosted * ctx->settings->imbalance_percent))
+                return 0;
+
+        *ret_busiest = busiest;
+        *ret_target = target;
+        return 1;
+}
+
+/* A whole cgroup that moved takes its threads along: each of them left the
+ * LLC it ran in. */
+static void record_cgroup_departures(PolicyCtx *ctx, CgroupState *c, int from, int to) {
+        policy_departure_record(&c->left, ctx->settings, ctx->now_us, from, to);
+        for (size_t k = 0; k < c->sample->n_threads; k++) {
+                ThreadState *t = c->by_sample[k];
+                int was = t ? thread_llc(ctx->snap, t->sample) : -1;
+                if (was >= 0 && was != to)
+                        policy_departure_record(&t->left, ctx->settings, ctx->now_us, was, to);
+        }
+}
+
+/* Moves one candidate; 1 if moved, 0 if the move was dropped. */
+static int move_one(PolicyCtx *ctx, const Candidate *m, const LlcSample *busiest, const LlcSample *target,
+                    double spare, double limit) {
+        const Settings *st = ctx->settings;
+        int from = policy_llc_index(ctx, busiest), to = policy_llc_index(ctx, target);
+        char reason[512];
+        int r;
+
+        snprintf(reason, sizeof(reason),
+                 "llc %u boosted %.0f > llc %u boosted %.0f x %u%%; llc %u spare %.0f (up to %.0f "
+                 "per cpu); "
+                 "%s wait %.0f, demand %.0f",
+                 busiest->id, busiest->boosted, target->id, target->boosted, st->imbalance_percent,
+                 target->id, spare, limit, m->t ? "thread" : "cgroup", m->wait, m->demand);
+
+        if (m->t) {
+                r = policy_thread_set_layer(ctx, m->c, m->t, ACTION_POLICY_BALANCE, m->mask, reason);
+                if (r > 0)
+                        policy_departure_record(&m->t->left, st, ctx->now_us, from, to);
+                return r;
+        }
+        /* The cgroup's threads that had moved on their own are superseded;
+         * policy_fixup() restores those left outside. */
+        r = policy_cgroup_set_layer(ctx, m->c, ACTION_POLICY_BALANCE, m->mask, reason);
+        if (r > 0)
+                record_cgroup_departures(ctx, m->c, from, to);
+        return r;
+}
+
+int policy_balance(PolicyCtx *ctx) {
+        const Settings *st = ctx->settings;
+        const LlcSample *busiest, *target;
+        _cleanup_(candidates_done) Candidates cands = {};
+        unsigned moves = 0;
+        int r;
+
+        if (st->max_moves_per_tick == 0 || st->imbalance_percent == 0)
+                return 0;
+        if (pick_llcs(ctx, &busiest, &target) == 0)
                 return 0;
 
         double limit = (double) SCHED_CAPACITY_SCALE * 100 / st->imbalance_percent;
@@ -228,8 +282,7 @@ int policy_balance(PolicyCtx *ctx) {
                 qsort(cands.v, cands.n, sizeof(Candidate), candidate_cmp);
 
         for (size_t i = 0; i < cands.n && moves < st->max_moves_per_tick; i++) {
-                Candidate *m = &cands.v[i];
-                char reason[512];
+                const Candidate *m = &cands.v[i];
 
                 if (m->demand > spare || m->c->acted || (m->t && m->t->acted))
                         continue;
@@ -237,40 +290,9 @@ int policy_balance(PolicyCtx *ctx) {
                 if (m->t && m->c->acted)
                         continue;
 
-                snprintf(reason, sizeof(reason),
-                         "llc %u boosted %.0f > llc %u boosted %.0f x %u%%; llc %u spare %.0f (up to %.0f "
-                         "per cpu); "
-                         "%s wait %.0f, demand %.0f",
-                         busiest->id, busiest->boosted, target->id, target->boosted, st->imbalance_percent,
-                         target->id, spare, limit, m->t ? "thread" : "cgroup", m->wait, m->demand);
-
-                if (m->t) {
-                        r = policy_thread_set_layer(ctx, m->c, m->t, ACTION_POLICY_BALANCE, m->mask, reason);
-                        if (r < 0)
-                                return r;
-                        if (r > 0)
-                                policy_departure_record(&m->t->left, st, ctx->now_us,
-                                                        policy_llc_index(ctx, busiest),
-                                                        policy_llc_index(ctx, target));
-                } else {
-                        /* The cgroup's threads that had moved on their own are
-                         * superseded; policy_fixup() restores those left outside. */
-                        r = policy_cgroup_set_layer(ctx, m->c, ACTION_POLICY_BALANCE, m->mask, reason);
-                        if (r < 0)
-                                return r;
-                        if (r > 0) {
-                                policy_departure_record(&m->c->left, st, ctx->now_us,
-                                                        policy_llc_index(ctx, busiest),
-                                                        policy_llc_index(ctx, target));
-                                for (size_t k = 0; k < m->c->sample->n_threads; k++) {
-                                        ThreadState *t = m->c->by_sample[k];
-                                        int from = t ? thread_llc(snap, t->sample) : -1;
-                                        if (from >= 0 && from != policy_llc_index(ctx, target))
-                                                policy_departure_record(&t->left, st, ctx->now_us, from,
-                                                                        policy_llc_index(ctx, target));
-                                }
-                        }
-                }
+                r = move_one(ctx, m, busiest, target, spare, limit);
+                if (r < 0)
+                        return r;
                 if (r > 0) {
                         moves++;
                         spare -= m->demand;

@@ -35,19 +35,6 @@ static double cgroup_util(const CgroupSample *cg) {
         return u;
 }
 
-/* The backoff after one more revert in a row. */
-uint64_t policy_backoff_us(const Settings *st, const Backoff *b) {
-        unsigned level = MIN(b->level + 1, 63u);
-        uint64_t factor = MIN((uint64_t) 1 << level, (uint64_t) MAX(st->guard_backoff_max, 1u));
-
-        return st->guard_window_ms * USEC_PER_MSEC * factor;
-}
-
-void policy_back_off(CgroupState *c, ActionPolicy p, uint64_t now_us, uint64_t off_us) {
-        c->backoff[p].level = MIN(c->backoff[p].level + 1, 63u);
-        c->backoff[p].until_us = now_us + off_us;
-}
-
 /* The verdict's words, or NULL when the change is kept. */
 static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPolicy p, char **ret) {
         const Settings *st = ctx->settings;

@@ -1,7 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* Shared by the engine's files; not part of the API. */
+/* Shared by the engine's files; not part of the API.
+ *
+ * The files, callers above callees (calls only go down this list, so that
+ * the checker never depends on the code it checks):
+ *
+ *   policy.c            one tick: policy_decide(), mode off, the safety
+ *                       restores (validate, fixup)
+ *   policy-balance.c    moves between LLCs (DESIGN.md 1.3)
+ *   policy-window.c     the scan window within an LLC (DESIGN.md 1.1)
+ *   policy-sticky.c     prev-CPU pins and their release (DESIGN.md 1.2)
+ *   policy-guard.c      experiments judged, reverted, settledness (DESIGN.md 1.4)
+ *   policy-layers.c     masks of a subject; setting and dropping layers;
+ *                       policy_emit(), which runs every action through the checker
+ *   policy-check.c      the invariants, per action and per plan
+ *   policy-backoff.c    waiting before acting again: guard backoff, departures
+ *   policy-predicates.c leaf: policies enabled, residency, the LLC of a mask
+ *   policy-state.c      leaf: the state's lifetime, lookups, carry-over by identity
+ *   policy-overload.c   leaf: the overload rule (public, policy.h)
+ */
 
 #include "log.h"
 #include "plan.h"
@@ -119,40 +137,58 @@ static inline int policy_llc_index(const PolicyCtx *ctx, const LlcSample *l) {
         return (int) (l - ctx->snap->llcs);
 }
 
-/* Σ util of the online CPUs of a mask. */
-double policy_mask_util(const PolicyCtx *ctx, hwloc_const_bitmap_t mask);
-/* Every thread of the cgroup may move (MinResidencyMs). */
-bool policy_cgroup_threads_resident(const PolicyCtx *ctx, const CgroupState *c);
-
 /* policy-state.c */
 void policy_layer_done(Layer *l);
 void policy_state_clear(PolicyState *s);
 int policy_dup_mask(hwloc_const_bitmap_t m, CpuSet *ret);
 bool policy_thread_holds(const ThreadState *t);
+bool policy_cgroup_holds(const CgroupState *c);
 /* Carries the state over to the snapshot's cgroups and threads, by path and
  * by (tid, starttime), and fills the tick's lookups. */
 int policy_state_sync(PolicyCtx *ctx);
+const CgroupState *policy_state_find_cgroup(const PolicyState *s, const char *path);
+const ThreadState *policy_cgroup_state_find_thread(const CgroupState *c, pid_t tid, uint64_t starttime);
+/* The thread's own affinity. The kernel narrows a thread's affinity to its
+ * cpuset, so while steerd holds the cgroup's CPUs the sampled mask may be our
+ * own window or move seen through the thread: when it lies within the CPUs
+ * steerd set for the cgroup, the mask seen before is kept. Shared by the
+ * engine (at the start of a tick) and the checker (from the state before). */
+hwloc_const_bitmap_t policy_thread_own_mask(const CgroupState *cs, const ThreadState *t,
+                                            const ThreadSample *ts);
 
+/* policy-predicates.c */
 /* Which policies a cgroup gets under the mode: a cgroup's policy narrows the
  * mode (DESIGN.md 4), observe decides as latency. */
 bool policy_enabled(const Settings *settings, CgroupPolicy cgroup_policy, ActionPolicy policy);
+uint64_t policy_residency_us(const Settings *settings);
+bool policy_thread_resident(const PolicyCtx *ctx, const ThreadState *t);
+/* Every thread of the cgroup may move (MinResidencyMs). */
+bool policy_cgroup_threads_resident(const PolicyCtx *ctx, const CgroupState *c);
+/* LLC of a mask when all of it lies in one LLC, else -1. */
+int policy_mask_llc(const Snapshot *snap, hwloc_const_bitmap_t mask);
 
-/* A cgroup's CPU use is settled when this tick's is within this share of its
- * mean over about the last GuardWindowMs. A new window waits for it: one
- * opened while a workload ramps up is sized from the ramp and judged
- * against it (measured: every window placed in the first second of the
- * four-cgroup hackbench was reverted, util 40-70 before, 400-500 after). */
-#define POLICY_SETTLE_PERCENT 25
-
+/* policy-backoff.c */
 /* How long a policy backs off after one more undo in a row: GuardWindowMs *
  * 2^n, at most GuardBackoffMax times. */
 uint64_t policy_backoff_us(const Settings *st, const Backoff *b);
 /* One more undo in a row: the policy backs off for off_us from now. */
 void policy_back_off(CgroupState *c, ActionPolicy p, uint64_t now_us, uint64_t off_us);
-bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c);
+bool policy_backed_off(const CgroupState *c, ActionPolicy p, uint64_t now_us);
+/* Whether a move to target now would go back too soon; and recording a move. */
+bool policy_departure_blocks(const Departure *d, const Settings *settings, uint64_t now_us, int target);
+void policy_departure_record(Departure *d, const Settings *settings, uint64_t now_us, int from, int to);
 
-uint64_t policy_residency_us(const Settings *settings);
+/* policy-check.c */
+/* The per-action invariant check shared by the engine and policy_check_plan():
+ * prefix is the plan before the action. 0 ok, 1 violation (reason set),
+ * negative errno on failure. */
+/* online: the snapshot's online CPUs when the caller has them (NULL: computed
+ * here; a tick of sticky pins checks thousands of actions). */
+int policy_check_action(const Snapshot *snap, const Settings *settings, const PolicyState *state,
+                        const Plan *prefix, const Action *a, hwloc_const_bitmap_t online, uint64_t now_us,
+                        char **ret_reason);
 
+/* policy-layers.c */
 /* Masks. "base" is what the subject had before steerd (recorded, or as
  * sampled while steerd holds nothing); "effective" is what it has now as far
  * as the engine knows (top layer, else base). Borrowed pointers. */
@@ -163,22 +199,19 @@ hwloc_const_bitmap_t policy_thread_base(const ThreadState *t);
 hwloc_const_bitmap_t policy_thread_below_pin(const ThreadState *t);
 hwloc_const_bitmap_t policy_thread_effective(const ThreadState *t);
 bool policy_cgroup_holds_thread_homes(const CgroupState *c);
-bool policy_cgroup_holds(const CgroupState *c);
+/* Σ util of the online CPUs of a mask. */
+double policy_mask_util(const PolicyCtx *ctx, hwloc_const_bitmap_t mask);
 
-/* The thread's own affinity. The kernel narrows a thread's affinity to its
- * cpuset, so while steerd holds the cgroup's CPUs the sampled mask may be our
- * own window or move seen through the thread: when it lies within the CPUs
- * steerd set for the cgroup, the mask seen before is kept. Shared by the
- * engine (at the start of a tick) and the checker (from the state before). */
-hwloc_const_bitmap_t policy_thread_own_mask(const CgroupState *cs, const ThreadState *t,
-                                            const ThreadSample *ts);
-
-bool policy_backed_off(const CgroupState *c, ActionPolicy p, uint64_t now_us);
-bool policy_thread_resident(const PolicyCtx *ctx, const ThreadState *t);
+/* The restore mask: target ∩ cgroup allowed ∩ online, or when that is empty
+ * (hotplug took every CPU of it) the cgroup's allowed ∩ online, the kernel's
+ * own fallback. */
+int policy_restore_mask(const Snapshot *snap, hwloc_const_bitmap_t online, const CgroupSample *cg,
+                        hwloc_const_bitmap_t target, CpuSet *ret);
 
 /* Emits an action after checking it against the invariants; 1 if emitted, 0
- * if dropped (logged), negative errno on failure. Counts applied/restored and
- * marks the subject as acted on; the caller updates the layers. */
+ * if dropped (logged and counted), negative errno on failure. Counts
+ * applied/restored/dropped and marks the subject as acted on; the caller
+ * updates the layers. */
 int policy_emit(PolicyCtx *ctx, ActionKind kind, ActionPolicy policy, CgroupState *c, ThreadState *t,
                 hwloc_const_bitmap_t cpus, const char *fmt, ...) _printf_(7, 8);
 
@@ -197,32 +230,16 @@ int policy_cgroup_restore(PolicyCtx *ctx, CgroupState *c, bool keep_home, Action
 int policy_thread_restore(PolicyCtx *ctx, CgroupState *c, ThreadState *t, bool keep_home,
                           ActionPolicy policy, const char *reason);
 
-/* The restore mask: target ∩ cgroup allowed ∩ online, or when that is empty
- * (hotplug took every CPU of it) the cgroup's allowed ∩ online, the kernel's
- * own fallback. */
-int policy_restore_mask(const Snapshot *snap, hwloc_const_bitmap_t online, const CgroupSample *cg,
-                        hwloc_const_bitmap_t target, CpuSet *ret);
-
 void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c, const ThreadState *t);
 
-/* The per-action invariant check shared by the engine and policy_check_plan():
- * prefix is the plan before the action. 0 ok, 1 violation (reason set),
- * negative errno on failure. */
-/* online: the snapshot's online CPUs when the caller has them (NULL: computed
- * here; a tick of sticky pins checks thousands of actions). */
-int policy_check_action(const Snapshot *snap, const Settings *settings, const PolicyState *state,
-                        const Plan *prefix, const Action *a, hwloc_const_bitmap_t online, uint64_t now_us,
-                        char **ret_reason);
-
-const CgroupState *policy_state_find_cgroup(const PolicyState *s, const char *path);
-const ThreadState *policy_cgroup_state_find_thread(const CgroupState *c, pid_t tid, uint64_t starttime);
-
-/* Whether a move to target now would go back too soon; and recording a move. */
-bool policy_departure_blocks(const Departure *d, const Settings *settings, uint64_t now_us, int target);
-void policy_departure_record(Departure *d, const Settings *settings, uint64_t now_us, int from, int to);
-
-/* LLC of a mask when all of it lies in one LLC, else -1. */
-int policy_mask_llc(const Snapshot *snap, hwloc_const_bitmap_t mask);
+/* policy-guard.c */
+/* A cgroup's CPU use is settled when this tick's is within this share of its
+ * mean over about the last GuardWindowMs. A new window waits for it: one
+ * opened while a workload ramps up is sized from the ramp and judged
+ * against it (measured: every window placed in the first second of the
+ * four-cgroup hackbench was reverted, util 40-70 before, 400-500 after). */
+#define POLICY_SETTLE_PERCENT 25
+bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c);
 
 /* The policies, in the order policy_decide() runs them. */
 int policy_guard(PolicyCtx *ctx);

@@ -1,30 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* What every policy shares: which masks a subject has, whether it may move,
- * and setting and dropping layers through the invariant check. */
+/* What every policy shares: which masks a subject has, and setting and
+ * dropping layers, each action through the invariant check. */
 
 #include <assert.h>
 #include <stdarg.h>
 
 #include "policy-internal.h"
-
-bool policy_enabled(const Settings *settings, CgroupPolicy cgroup_policy, ActionPolicy policy) {
-        switch (settings->mode) {
-        case MODE_OBSERVE:
-        case MODE_LATENCY:
-                if (policy == ACTION_POLICY_BALANCE)
-                        return true;
-                return cgroup_policy == CGROUP_POLICY_LATENCY &&
-                       (policy == ACTION_POLICY_WINDOW || policy == ACTION_POLICY_STICKY);
-        case MODE_BALANCED:
-                return policy == ACTION_POLICY_BALANCE;
-        default:
-                return false;
-        }
-}
-
-uint64_t policy_residency_us(const Settings *settings) {
-        return settings->min_residency_ms * USEC_PER_MSEC;
-}
 
 hwloc_const_bitmap_t policy_cgroup_base(const CgroupState *c) {
         return c->orig ?: c->sample->cpus;
@@ -57,46 +38,6 @@ bool policy_cgroup_holds_thread_homes(const CgroupState *c) {
         return false;
 }
 
-static uint64_t departure_window_us(const Departure *d, const Settings *settings) {
-        uint64_t factor =
-                MIN((uint64_t) 1 << MIN(d->bounces, 63u), (uint64_t) MAX(settings->guard_backoff_max, 1u));
-        return policy_residency_us(settings) * factor;
-}
-
-bool policy_departure_blocks(const Departure *d, const Settings *settings, uint64_t now_us, int target) {
-        return d->llc >= 0 && d->llc == target && now_us - d->at_us < departure_window_us(d, settings);
-}
-
-void policy_departure_record(Departure *d, const Settings *settings, uint64_t now_us, int from, int to) {
-        /* A return counts as a bounce unless it comes after twice the longest
-         * window: then the load has settled, and the count starts over. */
-        uint64_t settled = 2 * policy_residency_us(settings) * MAX(settings->guard_backoff_max, 1u);
-
-        if (d->llc >= 0 && d->llc == to && now_us - d->at_us < settled)
-                d->bounces = MIN(d->bounces + 1, 63u);
-        else
-                d->bounces = 0;
-        d->llc = from;
-        d->at_us = now_us;
-}
-
-bool policy_backed_off(const CgroupState *c, ActionPolicy p, uint64_t now_us) {
-        return c && p >= 0 && p < N_LAYER_POLICIES && now_us < c->backoff[p].until_us;
-}
-
-bool policy_thread_resident(const PolicyCtx *ctx, const ThreadState *t) {
-        /* Never twice in one tick, even with MinResidencyMs=0. */
-        return !t->moved || (t->moved_us != ctx->now_us &&
-                             ctx->now_us - t->moved_us >= policy_residency_us(ctx->settings));
-}
-
-bool policy_cgroup_threads_resident(const PolicyCtx *ctx, const CgroupState *c) {
-        for (size_t i = 0; i < c->sample->n_threads; i++)
-                if (c->by_sample[i] && !policy_thread_resident(ctx, c->by_sample[i]))
-                        return false;
-        return true;
-}
-
 double policy_mask_util(const PolicyCtx *ctx, hwloc_const_bitmap_t mask) {
         double sum = 0;
         int cpu;
@@ -108,21 +49,6 @@ double policy_mask_util(const PolicyCtx *ctx, hwloc_const_bitmap_t mask) {
         }
         hwloc_bitmap_foreach_end();
         return sum;
-}
-
-int policy_mask_llc(const Snapshot *snap, hwloc_const_bitmap_t mask) {
-        int llc = -1, cpu;
-
-        if (!mask || hwloc_bitmap_iszero(mask))
-                return -1;
-        hwloc_bitmap_foreach_begin(cpu, mask) {
-                const CpuSample *s = snapshot_cpu(snap, (unsigned) cpu);
-                if (!s || s->llc < 0 || (llc >= 0 && s->llc != llc))
-                        return -1;
-                llc = s->llc;
-        }
-        hwloc_bitmap_foreach_end();
-        return llc;
 }
 
 int policy_restore_mask(const Snapshot *snap, hwloc_const_bitmap_t online, const CgroupSample *cg,
@@ -170,6 +96,9 @@ int policy_emit(PolicyCtx *ctx, ActionKind kind, ActionPolicy policy, CgroupStat
         if (r < 0)
                 return r;
         if (r > 0) {
+                /* Counted, so that a drop shows in status and metrics and a
+                 * test notices it: a log line alone goes unseen. */
+                ctx->state->counters.dropped++;
                 log_warning("policy: dropping %s %s for %s%s%.0d: %s (it was: %s)",
                             action_policy_to_string(policy), action_kind_to_string(kind), c->path,
                             t ? "/" : "", t ? (int) t->tid : 0, why, reason);

@@ -321,25 +321,26 @@ static int sync_threads(CgroupState *c) {
         return 0;
 }
 
-int policy_state_sync(PolicyCtx *ctx) {
-        const Snapshot *snap = ctx->snap;
-        PolicyState *s = ctx->state;
-        _cleanup_(freep) SampleRef *refs = NULL;
-        _cleanup_(freep) CgroupState *cgroups = NULL;
-        size_t n = 0, old = 0;
-        int r;
+/* The snapshot's cgroups the engine can act on (a path and both masks), in
+ * path order. */
+static size_t cgroup_refs(const Snapshot *snap, SampleRef *refs) {
+        size_t n = 0;
 
-        ctx->by_sample = calloc(MAX(snap->n_cgroups, (size_t) 1), sizeof(CgroupState *));
-        refs = calloc(MAX(snap->n_cgroups, (size_t) 1), sizeof(SampleRef));
-        cgroups = calloc(MAX(snap->n_cgroups, (size_t) 1), sizeof(CgroupState));
-        if (!ctx->by_sample || !refs || !cgroups)
-                return -ENOMEM;
-
-        size_t n_refs = 0;
         for (size_t i = 0; i < snap->n_cgroups; i++)
                 if (snap->cgroups[i].path && snap->cgroups[i].allowed && snap->cgroups[i].cpus)
-                        refs[n_refs++] = (SampleRef){.key = snap->cgroups[i].path, .index = i};
-        qsort(refs, n_refs, sizeof(SampleRef), cgroup_ref_cmp);
+                        refs[n++] = (SampleRef){.key = snap->cgroups[i].path, .index = i};
+        qsort(refs, n, sizeof(SampleRef), cgroup_ref_cmp);
+        return n;
+}
+
+/* Moves the state of each cgroup still in the snapshot into cgroups (by
+ * path, in path order), starts the new ones afresh and forgets the rest; fills
+ * the tick's lookup by snapshot index. Both lists are walked in path order. */
+static int carry_cgroups(PolicyCtx *ctx, const SampleRef *refs, size_t n_refs, CgroupState *cgroups,
+                         size_t *ret_n) {
+        const Snapshot *snap = ctx->snap;
+        PolicyState *s = ctx->state;
+        size_t n = 0, old = 0;
 
         for (size_t i = 0; i < n_refs; i++) {
                 const char *path = refs[i].key;
@@ -378,27 +379,53 @@ int policy_state_sync(PolicyCtx *ctx) {
         }
         while (old < s->n_cgroups)
                 cgroup_state_done(&s->cgroups[old++]);
+        *ret_n = n;
+        return 0;
+}
+
+/* Each thread's own affinity as of this tick (policy_thread_own_mask()). */
+static int update_own_masks(CgroupState *c) {
+        for (size_t k = 0; k < c->n_threads; k++) {
+                ThreadState *t = &c->threads[k];
+                hwloc_const_bitmap_t own = policy_thread_own_mask(c, t, t->sample);
+                if (own == t->own)
+                        continue;
+                CpuSet copy = hwloc_bitmap_dup(own);
+                if (!copy)
+                        return -ENOMEM;
+                hwloc_bitmap_free(t->own);
+                t->own = copy;
+        }
+        return 0;
+}
+
+int policy_state_sync(PolicyCtx *ctx) {
+        const Snapshot *snap = ctx->snap;
+        PolicyState *s = ctx->state;
+        _cleanup_(freep) SampleRef *refs = NULL;
+        _cleanup_(freep) CgroupState *cgroups = NULL;
+        size_t n;
+        int r;
+
+        ctx->by_sample = calloc(MAX(snap->n_cgroups, (size_t) 1), sizeof(CgroupState *));
+        refs = calloc(MAX(snap->n_cgroups, (size_t) 1), sizeof(SampleRef));
+        cgroups = calloc(MAX(snap->n_cgroups, (size_t) 1), sizeof(CgroupState));
+        if (!ctx->by_sample || !refs || !cgroups)
+                return -ENOMEM;
+
+        r = carry_cgroups(ctx, refs, cgroup_refs(snap, refs), cgroups, &n);
+        if (r < 0)
+                return r;
         free(s->cgroups);
         s->cgroups = TAKE_PTR(cgroups);
         s->n_cgroups = n;
 
         for (size_t i = 0; i < n; i++) {
-                CgroupState *c = &s->cgroups[i];
-
-                r = sync_threads(c);
+                r = sync_threads(&s->cgroups[i]);
+                if (r >= 0)
+                        r = update_own_masks(&s->cgroups[i]);
                 if (r < 0)
                         return r;
-                for (size_t k = 0; k < c->n_threads; k++) {
-                        ThreadState *t = &c->threads[k];
-                        hwloc_const_bitmap_t own = policy_thread_own_mask(c, t, t->sample);
-                        if (own == t->own)
-                                continue;
-                        CpuSet copy = hwloc_bitmap_dup(own);
-                        if (!copy)
-                                return -ENOMEM;
-                        hwloc_bitmap_free(t->own);
-                        t->own = copy;
-                }
         }
         return 0;
 }

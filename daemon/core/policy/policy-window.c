@@ -144,36 +144,38 @@ typedef struct LlcWork {
         CpuSet mask, scratch;
 } LlcWork;
 
-/* Chooses the window of one cgroup and sets it, or keeps the old one. */
-static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
-        const Settings *st = ctx->settings;
-        const LlcSample *llc = w->llc;
-        CgroupState *c = cand->c;
-        _cleanup_cpuset_ CpuSet base = hwloc_bitmap_alloc(), cur = hwloc_bitmap_alloc();
-        size_t n_order = 0, n_chosen = 0;
-        unsigned cpus = 0, cores = 0;
-        char buf[CPUSET_STRLEN], reason[640];
-        int r;
+/* What a window needs: CPUs for the LLC's scan and for the demand with
+ * WindowHeadroom, and at least MinWindowCores cores. */
+typedef struct WindowSize {
+        unsigned scan_cpus, demand_cpus, need_cpus, need_cores;
+} WindowSize;
 
-        if (!base || !cur)
-                return -ENOMEM;
-        hwloc_bitmap_and(base, policy_cgroup_below_window(c), c->sample->allowed);
-        hwloc_bitmap_and(base, base, ctx->online);
-        hwloc_bitmap_and(cur, policy_cgroup_effective(c), ctx->online);
+static void window_size(const PolicyCtx *ctx, const LlcSample *llc, double demand, WindowSize *ret) {
+        const Settings *st = ctx->settings;
 
         /* Outside overload the scan term would grow windows as the LLC calms
          * and jitter with it; there only the demand sizes them. */
-        unsigned scan_cpus = policy_llc_overloaded(llc) ? llc->nr_idle_scan : 0;
-        unsigned demand_cpus =
-                (unsigned) ceil(cand->demand * (1.0 + MAX(st->window_headroom, 0.0)) / SCHED_CAPACITY_SCALE);
-        unsigned need_cpus = MAX(scan_cpus, demand_cpus);
-        unsigned need_cores = MAX(st->min_window_cores, 1u);
+        ret->scan_cpus = policy_llc_overloaded(llc) ? llc->nr_idle_scan : 0;
+        ret->demand_cpus =
+                (unsigned) ceil(demand * (1.0 + MAX(st->window_headroom, 0.0)) / SCHED_CAPACITY_SCALE);
+        ret->need_cpus = MAX(ret->scan_cpus, ret->demand_cpus);
+        ret->need_cores = MAX(st->min_window_cores, 1u);
+}
+
+/* Chooses the window's cores into w->mask and w->chosen, in slot_cmp()
+ * order, until the window is big enough. Returns how many cores it chose, 0
+ * when none of the LLC's cores is the cgroup's. */
+static size_t choose_cores(LlcWork *w, const Cand *cand, hwloc_const_bitmap_t base, const WindowSize *size,
+                           unsigned *ret_cpus, unsigned *ret_cores) {
+        bool overloaded = policy_llc_overloaded(w->llc);
+        size_t n_order = 0, n_chosen = 0;
+        unsigned cpus = 0, cores = 0;
 
         for (size_t s = 0; s < w->n_slots; s++) {
                 Slot *slot = &w->slots[s];
                 if (!hwloc_bitmap_intersects(slot->cpus, base))
                         continue;
-                slot->old = cand->held && hwloc_bitmap_intersects(slot->cpus, c->window.mask);
+                slot->old = cand->held && hwloc_bitmap_intersects(slot->cpus, cand->c->window.mask);
                 w->order[n_order++] = slot;
         }
         if (n_order == 0)
@@ -183,10 +185,10 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
         hwloc_bitmap_zero(w->mask);
         for (size_t s = 0; s < n_order; s++) {
                 Slot *slot = w->order[s];
-                bool enough = cpus >= need_cpus && cores >= need_cores;
+                bool enough = cpus >= size->need_cpus && cores >= size->need_cores;
 
                 /* Outside overload a window may grow but not shrink. */
-                if (enough && !(slot->old && !policy_llc_overloaded(llc)))
+                if (enough && !(slot->old && !overloaded))
                         break;
                 hwloc_bitmap_and(w->scratch, slot->cpus, base);
                 hwloc_bitmap_or(w->mask, w->mask, w->scratch);
@@ -197,74 +199,126 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
         for (size_t s = 0; s < w->n_slots; s++)
                 w->slots[s].old = false;
 
-        /* Overloaded: a held window grows only on a shortfall that lasts. */
-        bool grows = cand->held && policy_llc_overloaded(llc) && !hwloc_bitmap_isequal(w->mask, cur) &&
+        *ret_cpus = cpus;
+        *ret_cores = cores;
+        return n_chosen;
+}
+
+/* The held window stays as it is: its cores carry its demand. */
+static void keep_window(LlcWork *w, const CgroupState *c, double demand) {
+        size_t n = 0;
+
+        for (size_t s = 0; s < w->n_slots; s++)
+                if (hwloc_bitmap_intersects(w->slots[s].cpus, c->window.mask))
+                        w->chosen[n++] = &w->slots[s];
+        account(w->chosen, n, demand);
+}
+
+/* Overloaded: a held window grows only on a shortfall that lasts
+ * MinResidencyMs. Whether this growth must wait; tracks since when the
+ * window has been too small. */
+static bool growth_waits(PolicyCtx *ctx, const LlcWork *w, const Cand *cand, hwloc_const_bitmap_t cur) {
+        CgroupState *c = cand->c;
+        bool grows = cand->held && policy_llc_overloaded(w->llc) && !hwloc_bitmap_isequal(w->mask, cur) &&
                      hwloc_bitmap_isincluded(cur, w->mask);
-        if (!grows)
-                c->window_short_since_us = 0;
-        else if (c->window_short_since_us == 0 ||
-                 ctx->now_us - c->window_short_since_us < st->min_residency_ms * USEC_PER_MSEC) {
+
+        if (grows &&
+            (c->window_short_since_us == 0 ||
+             ctx->now_us - c->window_short_since_us < ctx->settings->min_residency_ms * USEC_PER_MSEC)) {
                 if (c->window_short_since_us == 0)
                         c->window_short_since_us = ctx->now_us;
-                size_t n = 0;
-                for (size_t s = 0; s < w->n_slots; s++)
-                        if (hwloc_bitmap_intersects(w->slots[s].cpus, c->window.mask))
-                                w->chosen[n++] = &w->slots[s];
-                account(w->chosen, n, cand->demand);
-                return 0;
-        } else
-                c->window_short_since_us = 0;
-
-        /* A window covering all the cgroup may use narrows nothing. */
-        if (hwloc_bitmap_isequal(w->mask, base)) {
-                account(w->chosen, n_chosen, cand->demand);
-                if (!cand->held)
-                        return 0;
-                /* Outgrown: the window was too small for what the cgroup
-                 * does once confined. It backs off like a reverted one, or
-                 * it comes back as soon as the LLC looks overloaded again
-                 * (seen: perf bench messaging windowed and widened every
-                 * half second, 4% slower). */
-                uint64_t off_us = policy_backoff_us(ctx->settings, &c->backoff[ACTION_POLICY_WINDOW]);
-                snprintf(reason, sizeof(reason),
-                         "llc %u: demand %.0f needs all of %s; window backs off %" PRIu64 " ms", llc->id,
-                         cand->demand, cpuset_to_string(base, buf, sizeof(buf)),
-                         (uint64_t) (off_us / USEC_PER_MSEC));
-                r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
-                if (r > 0)
-                        policy_back_off(c, ACTION_POLICY_WINDOW, ctx->now_us, off_us);
-                return r;
+                return true;
         }
+        c->window_short_since_us = 0;
+        return false;
+}
 
-        bool moves = !hwloc_bitmap_isincluded(cur, w->mask);
-        if (hwloc_bitmap_isequal(w->mask, cur) || (cand->held && moves && !policy_llc_overloaded(llc)) ||
-            (moves && !policy_cgroup_threads_resident(ctx, c))) {
-                /* Unchanged, or a change that must wait: the old window stays. */
-                if (cand->held) {
-                        size_t n = 0;
-                        for (size_t s = 0; s < w->n_slots; s++)
-                                if (hwloc_bitmap_intersects(w->slots[s].cpus, c->window.mask))
-                                        w->chosen[n++] = &w->slots[s];
-                        account(w->chosen, n, cand->demand);
-                }
+/* The window would cover all the cgroup may use, which narrows nothing. */
+static int outgrown(PolicyCtx *ctx, LlcWork *w, const Cand *cand, hwloc_const_bitmap_t base,
+                    size_t n_chosen) {
+        CgroupState *c = cand->c;
+        char buf[CPUSET_STRLEN], reason[640];
+        int r;
+
+        account(w->chosen, n_chosen, cand->demand);
+        if (!cand->held)
                 return 0;
-        }
+        /* Outgrown: the window was too small for what the cgroup
+         * does once confined. It backs off like a reverted one, or
+         * it comes back as soon as the LLC looks overloaded again
+         * (seen: perf bench messaging windowed and widened every
+         * half second, 4% slower). */
+        uint64_t off_us = policy_backoff_us(ctx->settings, &c->backoff[ACTION_POLICY_WINDOW]);
+        snprintf(reason, sizeof(reason),
+                 "llc %u: demand %.0f needs all of %s; window backs off %" PRIu64 " ms", w->llc->id,
+                 cand->demand, cpuset_to_string(base, buf, sizeof(buf)),
+                 (uint64_t) (off_us / USEC_PER_MSEC));
+        r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
+        if (r > 0)
+                policy_back_off(c, ACTION_POLICY_WINDOW, ctx->now_us, off_us);
+        return r;
+}
+
+static int set_window(PolicyCtx *ctx, LlcWork *w, const Cand *cand, const WindowSize *size, size_t n_chosen,
+                      unsigned cpus, unsigned cores) {
+        const LlcSample *llc = w->llc;
+        char reason[640];
+        int r;
 
         snprintf(reason, sizeof(reason),
                  "llc %u nr_idle_scan %u %s weight %u (util %.0f); demand %.0f +%.0f%% -> %u cpus, scan %u "
                  "cpus, "
                  "min %u cores -> %u cores, %u cpus",
                  llc->id, llc->nr_idle_scan, policy_llc_overloaded(llc) ? "< half of" : "of", llc->weight,
-                 llc->util, cand->demand, MAX(st->window_headroom, 0.0) * 100, demand_cpus, scan_cpus,
-                 need_cores, cores, cpus);
-        r = policy_cgroup_set_layer(ctx, c, ACTION_POLICY_WINDOW, w->mask, reason);
+                 llc->util, cand->demand, MAX(ctx->settings->window_headroom, 0.0) * 100, size->demand_cpus,
+                 size->scan_cpus, size->need_cores, cores, cpus);
+        r = policy_cgroup_set_layer(ctx, cand->c, ACTION_POLICY_WINDOW, w->mask, reason);
         if (r < 0)
                 return r;
         if (r > 0) {
-                c->window_llc = policy_llc_index(ctx, llc);
+                cand->c->window_llc = policy_llc_index(ctx, llc);
                 account(w->chosen, n_chosen, cand->demand);
         }
         return 0;
+}
+
+/* Chooses the window of one cgroup and sets it, or keeps the old one. */
+static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
+        CgroupState *c = cand->c;
+        _cleanup_cpuset_ CpuSet base = hwloc_bitmap_alloc(), cur = hwloc_bitmap_alloc();
+        WindowSize size;
+        unsigned cpus, cores;
+        size_t n_chosen;
+
+        if (!base || !cur)
+                return -ENOMEM;
+        hwloc_bitmap_and(base, policy_cgroup_below_window(c), c->sample->allowed);
+        hwloc_bitmap_and(base, base, ctx->online);
+        hwloc_bitmap_and(cur, policy_cgroup_effective(c), ctx->online);
+
+        window_size(ctx, w->llc, cand->demand, &size);
+        n_chosen = choose_cores(w, cand, base, &size, &cpus, &cores);
+        if (n_chosen == 0)
+                return 0;
+
+        if (growth_waits(ctx, w, cand, cur)) {
+                keep_window(w, c, cand->demand);
+                return 0;
+        }
+
+        if (hwloc_bitmap_isequal(w->mask, base))
+                return outgrown(ctx, w, cand, base, n_chosen);
+
+        bool moves = !hwloc_bitmap_isincluded(cur, w->mask);
+        if (hwloc_bitmap_isequal(w->mask, cur) || (cand->held && moves && !policy_llc_overloaded(w->llc)) ||
+            (moves && !policy_cgroup_threads_resident(ctx, c))) {
+                /* Unchanged, or a change that must wait: the old window stays. */
+                if (cand->held)
+                        keep_window(w, c, cand->demand);
+                return 0;
+        }
+
+        return set_window(ctx, w, cand, &size, n_chosen, cpus, cores);
 }
 
 /* A window is for a cgroup with work enough to keep a CPU of it busy: its
@@ -279,20 +333,17 @@ static bool too_light(double demand) {
         return demand * 100 < WINDOW_MIN_DEMAND_PERCENT * SCHED_CAPACITY_SCALE;
 }
 
-static int window_llc(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, Cand *cands) {
+/* A calm LLC, or one too small for windows (MinLLCCPUs): every window in it
+ * goes back. */
+static int widen_all(PolicyCtx *ctx, const LlcSample *llc, bool small) {
         const Settings *st = ctx->settings;
-        const Snapshot *snap = ctx->snap;
-        bool calm = llc->nr_idle_scan * 100.0 >= llc->weight * st->window_widen_scan_percent;
-        bool small = llc->weight < st->min_llc_cpus;
-        size_t n_cands = 0;
         int r;
 
-        for (size_t i = 0; i < snap->n_cgroups; i++) {
+        for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
                 char reason[256];
 
-                if (!c || c->acted || !c->window.mask || c->window_llc != policy_llc_index(ctx, llc) ||
-                    !(calm || small))
+                if (!c || c->acted || !c->window.mask || c->window_llc != policy_llc_index(ctx, llc))
                         continue;
                 if (small)
                         snprintf(reason, sizeof(reason), "llc %u weight %u < MinLLCCPUs %u", llc->id,
@@ -305,80 +356,117 @@ static int window_llc(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, C
                 if (r < 0)
                         return r;
         }
-        if (calm || small)
-                return 0;
+        return 0;
+}
 
-        for (size_t i = 0; i < snap->n_cgroups; i++) {
+/* The cgroups that keep their window in the LLC or may get one, held ones
+ * first, then by demand (cand_cmp()). Returns how many. */
+static size_t collect_cands(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, Cand *cands) {
+        const Settings *st = ctx->settings;
+        int index = policy_llc_index(ctx, llc);
+        size_t n = 0;
+
+        for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
                 if (!c || c->acted || !policy_enabled(st, c->sample->policy, ACTION_POLICY_WINDOW) ||
                     policy_backed_off(c, ACTION_POLICY_WINDOW, ctx->now_us))
                         continue;
 
-                bool held = c->window.mask && c->window_llc == policy_llc_index(ctx, llc);
+                bool held = c->window.mask && c->window_llc == index;
                 if (c->window.mask && !held)
                         continue;
                 if (!held && (!policy_llc_overloaded(llc) || policy_cgroup_holds_thread_homes(c) ||
                               !policy_cgroup_settled(ctx, c) || too_light(homes[i].demand) ||
-                              homes[i].llc != policy_llc_index(ctx, llc) ||
-                              !(homes[i].in_home * 2 > homes[i].demand)))
+                              homes[i].llc != index || !(homes[i].in_home * 2 > homes[i].demand)))
                         continue;
-                if (!hwloc_bitmap_intersects(policy_cgroup_below_window(c),
-                                             ctx->llc_cpus[policy_llc_index(ctx, llc)]))
+                if (!hwloc_bitmap_intersects(policy_cgroup_below_window(c), ctx->llc_cpus[index]))
                         continue;
-                cands[n_cands++] = (Cand){.c = c, .index = i, .demand = homes[i].demand, .held = held};
+                cands[n++] = (Cand){.c = c, .index = i, .demand = homes[i].demand, .held = held};
         }
-        if (n_cands == 0)
-                return 0;
-        qsort(cands, n_cands, sizeof(Cand), cand_cmp);
+        if (n > 0)
+                qsort(cands, n, sizeof(Cand), cand_cmp);
+        return n;
+}
 
-        LlcWork w = {.llc = llc};
+static void llc_work_done(LlcWork *w) {
+        free(w->slots);
+        free(w->order);
+        free(w->chosen);
+        hwloc_bitmap_free(w->mask);
+        hwloc_bitmap_free(w->scratch);
+        *w = (LlcWork){};
+}
+
+/* One slot per core of the LLC. */
+static int llc_work_init(const PolicyCtx *ctx, const LlcSample *llc, LlcWork *ret) {
+        _cleanup_(llc_work_done) LlcWork w = {.llc = llc};
+        int index = policy_llc_index(ctx, llc);
+
         for (size_t k = 0; k < ctx->n_cores; k++)
-                if (ctx->core_llc[k] == policy_llc_index(ctx, llc))
+                if (ctx->core_llc[k] == index)
                         w.n_slots++;
         w.slots = calloc(MAX(w.n_slots, (size_t) 1), sizeof(Slot));
         w.order = calloc(MAX(w.n_slots, (size_t) 1), sizeof(Slot *));
         w.chosen = calloc(MAX(w.n_slots, (size_t) 1), sizeof(Slot *));
         w.mask = hwloc_bitmap_alloc();
         w.scratch = hwloc_bitmap_alloc();
-        if (!w.slots || !w.order || !w.chosen || !w.mask || !w.scratch) {
-                r = -ENOMEM;
-                goto finish;
-        }
+        if (!w.slots || !w.order || !w.chosen || !w.mask || !w.scratch)
+                return -ENOMEM;
         w.n_slots = 0;
         for (size_t k = 0; k < ctx->n_cores; k++)
-                if (ctx->core_llc[k] == policy_llc_index(ctx, llc))
+                if (ctx->core_llc[k] == index)
                         w.slots[w.n_slots++] = (Slot){
                                 .core = (int) k,
                                 .cpus = ctx->core_cpus[k],
                                 .n_cpus = MAX((unsigned) hwloc_bitmap_weight(ctx->core_cpus[k]), 1u),
                                 .background = ctx->core_util[k],
                         };
+        *ret = w;
+        w = (LlcWork){};
+        return 0;
+}
 
-        /* The windowed cgroups' own threads are what the window places; the
-         * rest of each core's util is the background they would share it with. */
+/* The windowed cgroups' own threads are what the window places; the rest of
+ * each core's util is the background they would share it with. */
+static void set_background(const PolicyCtx *ctx, LlcWork *w, const Cand *cands, size_t n_cands) {
         for (size_t j = 0; j < n_cands; j++) {
                 const CgroupSample *cg = cands[j].c->sample;
                 for (size_t k = 0; k < cg->n_threads; k++) {
                         int core = thread_core(ctx, &cg->threads[k]);
-                        for (size_t s = 0; core >= 0 && s < w.n_slots; s++)
-                                if (w.slots[s].core == core)
-                                        w.slots[s].background -= MAX(cg->threads[k].util, 0.0);
+                        for (size_t s = 0; core >= 0 && s < w->n_slots; s++)
+                                if (w->slots[s].core == core)
+                                        w->slots[s].background -= MAX(cg->threads[k].util, 0.0);
                 }
         }
-        for (size_t s = 0; s < w.n_slots; s++)
-                w.slots[s].background = MAX(w.slots[s].background, 0.0);
+        for (size_t s = 0; s < w->n_slots; s++)
+                w->slots[s].background = MAX(w->slots[s].background, 0.0);
+}
 
-        r = 0;
-        for (size_t j = 0; j < n_cands && r >= 0; j++)
+static int window_llc(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, Cand *cands) {
+        const Settings *st = ctx->settings;
+        bool calm = llc->nr_idle_scan * 100.0 >= llc->weight * st->window_widen_scan_percent;
+        bool small = llc->weight < st->min_llc_cpus;
+        _cleanup_(llc_work_done) LlcWork w = {};
+        size_t n_cands;
+        int r;
+
+        if (calm || small)
+                return widen_all(ctx, llc, small);
+
+        n_cands = collect_cands(ctx, llc, homes, cands);
+        if (n_cands == 0)
+                return 0;
+        r = llc_work_init(ctx, llc, &w);
+        if (r < 0)
+                return r;
+        set_background(ctx, &w, cands, n_cands);
+
+        for (size_t j = 0; j < n_cands; j++) {
                 r = place(ctx, &w, &cands[j]);
-
-finish:
-        free(w.slots);
-        free(w.order);
-        free(w.chosen);
-        hwloc_bitmap_free(w.mask);
-        hwloc_bitmap_free(w.scratch);
-        return r;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 int policy_window(PolicyCtx *ctx) {

@@ -115,95 +115,87 @@ static bool within(const PolicyCtx *ctx, hwloc_const_bitmap_t mask, hwloc_const_
         return hwloc_bitmap_isincluded(mask, a);
 }
 
+/* Whether a layer must go back at once, and why (in reason): the mode or the
+ * cgroup's policy no longer permits it, or its mask lost CPUs to hotplug or
+ * to the cgroup's parent. */
+static bool layer_invalid(const PolicyCtx *ctx, const CgroupSample *cg, ActionPolicy p,
+                          hwloc_const_bitmap_t mask, char *reason, size_t size) {
+        char buf[CPUSET_STRLEN];
+
+        if (!policy_enabled(ctx->settings, cg->policy, p))
+                snprintf(reason, size, "mode %s: %s is off for %s cgroups",
+                         mode_to_string(ctx->settings->mode), action_policy_to_string(p),
+                         cgroup_policy_to_string(cg->policy));
+        else if (!within(ctx, mask, cg->allowed))
+                snprintf(reason, size, "cpus %s no longer online and allowed",
+                         cpuset_to_string(mask, buf, sizeof(buf)));
+        else
+                return false;
+        return true;
+}
+
+static int validate_cgroup(PolicyCtx *ctx, CgroupState *c) {
+        const CgroupSample *cg = c->sample;
+        char reason[512];
+        int r;
+
+        if (c->home.mask && !c->acted &&
+            layer_invalid(ctx, cg, ACTION_POLICY_BALANCE, c->home.mask, reason, sizeof(reason))) {
+                r = policy_cgroup_restore(ctx, c, false, ACTION_POLICY_BALANCE, reason);
+                if (r < 0)
+                        return r;
+        }
+        if (c->window.mask && !c->acted) {
+                const LlcSample *l = c->window_llc >= 0 && (size_t) c->window_llc < ctx->snap->n_llcs
+                                             ? &ctx->snap->llcs[c->window_llc]
+                                             : NULL;
+                bool invalid =
+                        layer_invalid(ctx, cg, ACTION_POLICY_WINDOW, c->window.mask, reason, sizeof(reason));
+                if (!invalid && (!l || policy_mask_llc(ctx->snap, c->window.mask) != c->window_llc)) {
+                        snprintf(reason, sizeof(reason), "the window's LLC changed");
+                        invalid = true;
+                }
+                if (invalid) {
+                        r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static int validate_thread(PolicyCtx *ctx, CgroupState *c, ThreadState *t) {
+        const CgroupSample *cg = c->sample;
+        char reason[512];
+
+        /* A balance layer that goes back takes the pin on it along. */
+        if (t->home.mask &&
+            layer_invalid(ctx, cg, ACTION_POLICY_BALANCE, t->home.mask, reason, sizeof(reason)))
+                return policy_thread_restore(ctx, c, t, false, ACTION_POLICY_BALANCE, reason);
+        if (t->pin.mask && layer_invalid(ctx, cg, ACTION_POLICY_STICKY, t->pin.mask, reason, sizeof(reason)))
+                return policy_thread_restore(ctx, c, t, true, ACTION_POLICY_STICKY, reason);
+        return 0;
+}
+
 /* A layer that the mode or the cgroup's policy no longer permits, or whose
  * mask lost CPUs to hotplug or to the cgroup's parent, goes back at once. */
 static int policy_validate(PolicyCtx *ctx) {
-        const Settings *st = ctx->settings;
         int r;
 
         for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
                 if (!c)
                         continue;
-                const CgroupSample *cg = c->sample;
-                const char *mode = mode_to_string(st->mode), *cgp = cgroup_policy_to_string(cg->policy);
-                char buf[CPUSET_STRLEN], reason[512];
-
-                if (c->home.mask && !c->acted) {
-                        if (!policy_enabled(st, cg->policy, ACTION_POLICY_BALANCE))
-                                snprintf(reason, sizeof(reason), "mode %s: balance is off for %s cgroups",
-                                         mode, cgp);
-                        else if (!within(ctx, c->home.mask, cg->allowed))
-                                snprintf(reason, sizeof(reason), "cpus %s no longer online and allowed",
-                                         cpuset_to_string(c->home.mask, buf, sizeof(buf)));
-                        else
-                                reason[0] = 0;
-                        if (reason[0]) {
-                                r = policy_cgroup_restore(ctx, c, false, ACTION_POLICY_BALANCE, reason);
-                                if (r < 0)
-                                        return r;
-                        }
-                }
-                if (c->window.mask && !c->acted) {
-                        const LlcSample *l = c->window_llc >= 0 && (size_t) c->window_llc < ctx->snap->n_llcs
-                                                     ? &ctx->snap->llcs[c->window_llc]
-                                                     : NULL;
-                        if (!policy_enabled(st, cg->policy, ACTION_POLICY_WINDOW))
-                                snprintf(reason, sizeof(reason), "mode %s: window is off for %s cgroups",
-                                         mode, cgp);
-                        else if (!within(ctx, c->window.mask, cg->allowed))
-                                snprintf(reason, sizeof(reason), "cpus %s no longer online and allowed",
-                                         cpuset_to_string(c->window.mask, buf, sizeof(buf)));
-                        else if (!l || policy_mask_llc(ctx->snap, c->window.mask) != c->window_llc)
-                                snprintf(reason, sizeof(reason), "the window's LLC changed");
-                        else
-                                reason[0] = 0;
-                        if (reason[0]) {
-                                r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
-                                if (r < 0)
-                                        return r;
-                        }
-                }
-
-                for (size_t k = 0; k < cg->n_threads; k++) {
+                r = validate_cgroup(ctx, c);
+                if (r < 0)
+                        return r;
+                for (size_t k = 0; k < c->sample->n_threads; k++) {
                         ThreadState *t = c->by_sample[k];
                         if (!t || t->acted)
                                 continue;
-                        if (t->home.mask) {
-                                if (!policy_enabled(st, cg->policy, ACTION_POLICY_BALANCE))
-                                        snprintf(reason, sizeof(reason),
-                                                 "mode %s: balance is off for %s cgroups", mode, cgp);
-                                else if (!within(ctx, t->home.mask, cg->allowed))
-                                        snprintf(reason, sizeof(reason),
-                                                 "cpus %s no longer online and allowed",
-                                                 cpuset_to_string(t->home.mask, buf, sizeof(buf)));
-                                else
-                                        reason[0] = 0;
-                                if (reason[0]) {
-                                        r = policy_thread_restore(ctx, c, t, false, ACTION_POLICY_BALANCE,
-                                                                  reason);
-                                        if (r < 0)
-                                                return r;
-                                        continue;
-                                }
-                        }
-                        if (t->pin.mask) {
-                                if (!policy_enabled(st, cg->policy, ACTION_POLICY_STICKY))
-                                        snprintf(reason, sizeof(reason),
-                                                 "mode %s: sticky is off for %s cgroups", mode, cgp);
-                                else if (!within(ctx, t->pin.mask, cg->allowed))
-                                        snprintf(reason, sizeof(reason),
-                                                 "cpus %s no longer online and allowed",
-                                                 cpuset_to_string(t->pin.mask, buf, sizeof(buf)));
-                                else
-                                        reason[0] = 0;
-                                if (reason[0]) {
-                                        r = policy_thread_restore(ctx, c, t, true, ACTION_POLICY_STICKY,
-                                                                  reason);
-                                        if (r < 0)
-                                                return r;
-                                }
-                        }
+                        r = validate_thread(ctx, c, t);
+                        if (r < 0)
+                                return r;
                 }
         }
         return 0;

@@ -48,6 +48,7 @@ typedef struct PolicyCounters {
         uint64_t reverted; /* guard experiments judged worse, each reverted by a restore with policy "guard"
                             */
         uint64_t restored; /* restore actions not caused by the guard */
+        uint64_t dropped;  /* actions a policy decided that broke an invariant, not emitted: a bug */
 } PolicyCounters;
 
 void policy_state_counters(const PolicyState *s, PolicyCounters *ret);
