@@ -12,8 +12,11 @@
 
 #include "test-helpers.h"
 
-#include "actuator-internal.h"
+#include "actuator-cgroup.h"
+#include "actuator-ctx.h"
+#include "actuator-systemd.h"
 #include "actuator.h"
+#include "affinity.h"
 #include "plan.h"
 #include "proc-thread.h"
 #include "snapshot.h"

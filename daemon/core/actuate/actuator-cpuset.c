@@ -1,246 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-#include <ctype.h>
-#include <fcntl.h>
-#include <libcgroup.h>
-
-#include "actuator-internal.h"
-
-static int parent_dir(const char *dir, char **ret) {
-        char *p = strdup(dir), *slash;
-
-        if (!p)
-                return -ENOMEM;
-        slash = strrchr(p, '/');
-        if (!slash || slash == p) {
-                free(p);
-                return -ENOENT; /* a mount point's parent is no cgroup */
-        }
-        *slash = '\0';
-        *ret = p;
-        return 0;
-}
-
-int act_cgroup_parent_effective(const RootDir *root, const char *dir, bool v2, CpuSet *ret) {
-        _cleanup_(freep) char *parent = NULL;
-        int r;
-
-        r = parent_dir(dir, &parent);
-        if (r < 0)
-                return r;
-        return cgroup_effective_cpus(root, parent, v2, ret);
-}
-
-int act_cgroup_read_cpus_text(const RootDir *root, const char *dir, char **ret) {
-        return cgroup_read_attr(root, dir, "cpuset.cpus", ret);
-}
-
-static bool has_word(const char *list, const char *word) {
-        size_t n = strlen(word);
-        for (const char *p = list; *p;) {
-                while (*p && isspace((unsigned char) *p))
-                        p++;
-                const char *e = p;
-                while (*e && !isspace((unsigned char) *e))
-                        e++;
-                if ((size_t) (e - p) == n && strncmp(p, word, n) == 0)
-                        return true;
-                p = e;
-        }
-        return false;
-}
-
-int act_cgroup_choose_backend(const RootDir *root, bool live, sd_bus *bus, const char *dir, bool v2,
-                              ActuatorBackend *ret) {
-        _cleanup_(freep) char *controllers = NULL, *partition = NULL, *cpus_path = NULL;
-        _cleanup_cpuset_ CpuSet parent = NULL;
-        int r;
-
-        if (rootdir_access(root, dir, F_OK) < 0)
-                return -ENOENT;
-
-        if (v2) {
-                /* Partitions are carved by their operator: their CPUs are not
-                 * ours to move, and a write could invalidate the partition. */
-                r = cgroup_read_attr(root, dir, "cpuset.cpus.partition", &partition);
-                if (r >= 0 && (strncmp(partition, "root", 4) == 0 || strncmp(partition, "isolated", 8) == 0))
-                        return -EPERM;
-        }
-
-        if (systemd_backend_eligible(live, bus, dir, v2)) {
-                *ret = ACTUATOR_BACKEND_SYSTEMD;
-                return 0;
-        }
-
-        if (v2) {
-                r = cgroup_read_attr(root, dir, "cgroup.controllers", &controllers);
-                if (r < 0 || !has_word(controllers, "cpuset")) {
-                        *ret = ACTUATOR_BACKEND_THREADS;
-                        return 0;
-                }
-        }
-        if (asprintf(&cpus_path, "%s/cpuset.cpus", dir) < 0)
-                return -ENOMEM;
-        /* Without the parent's effective CPUs (the hierarchy's root group)
-         * no write can be checked against them: steer the threads. */
-        if (rootdir_access(root, cpus_path, W_OK) < 0 ||
-            act_cgroup_parent_effective(root, dir, v2, &parent) < 0) {
-                *ret = ACTUATOR_BACKEND_THREADS;
-                return 0;
-        }
-        *ret = ACTUATOR_BACKEND_CPUSET;
-        return 0;
-}
-
-static int write_direct(const RootDir *root, const char *dir, const char *text) {
-        _cleanup_(freep) char *path = NULL, *line = NULL;
-        _cleanup_(closep) int fd = -EBADF;
-        int r;
-
-        if (asprintf(&path, "%s/cpuset.cpus", dir) < 0 || asprintf(&line, "%s\n", text) < 0)
-                return -ENOMEM;
-        r = rootdir_open_file(root, path, O_WRONLY | O_TRUNC | O_NOCTTY, &fd);
-        if (r < 0)
-                return r;
-        size_t n = strlen(line);
-        ssize_t k = write(fd, line, n);
-        if (k < 0)
-                return negative_errno();
-        if ((size_t) k != n)
-                return -EIO;
-        return 0;
-}
-
-static int libcgroup_error(int r) {
-        switch (r) {
-        case 0:
-                return 0;
-        case ECGOTHER:
-                return cgroup_get_last_errno() > 0 ? -cgroup_get_last_errno() : -EIO;
-        case ECGROUPNOTEXIST:
-        case ECGROUPVALUENOTEXIST:
-                return -ENOENT;
-        case ECGROUPNOTOWNER:
-        case ECGROUPNOTALLOWED:
-                return -EPERM;
-        case ECGROUPNOTMOUNTED:
-                return -ENODEV;
-        case ECGINVAL:
-                return -EINVAL;
-        default:
-                return -EIO;
-        }
-}
-
-static void cgroup_free_one(struct cgroup *cg) {
-        cgroup_free(&cg);
-}
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct cgroup *, cgroup_free_one);
-
-static int write_libcgroup(Actuator *a, const char *dir, const char *text) {
-        _cleanup_(cgroup_free_onep) struct cgroup *cg = NULL;
-        _cleanup_(freep) char *mount = NULL;
-        struct cgroup_controller *ctl;
-        int r;
-
-        if (!a->libcgroup_ready) {
-                /* cgroup_init() fills library-global tables; it is called once
-                 * per actuator, lazily, because only cpuset writes need it. */
-                r = libcgroup_error(cgroup_init());
-                if (r < 0)
-                        return log_warning_errno(r, "libcgroup: cgroup_init() failed");
-                a->libcgroup_ready = true;
-        }
-
-        r = libcgroup_error(cgroup_get_subsys_mount_point("cpuset", &mount));
-        if (r < 0)
-                return r;
-        size_t n = strlen(mount);
-        if (strncmp(dir, mount, n) != 0 || (dir[n] != '/' && dir[n] != '\0')) {
-                /* libcgroup knows another cpuset mount than the one the cgroup
-                 * lives in (a bind mount, a namespace): write it ourselves. */
-                log_debug("libcgroup mounts cpuset at %s, not above %s: writing directly", mount, dir);
-                return write_direct(a->root, dir, text);
-        }
-        const char *rel = dir[n] ? dir + n : "/";
-
-        cg = cgroup_new_cgroup(rel);
-        if (!cg)
-                return -ENOMEM;
-        ctl = cgroup_add_controller(cg, "cpuset");
-        if (!ctl)
-                return -ENOMEM;
-        r = libcgroup_error(cgroup_add_value_string(ctl, "cpuset.cpus", text));
-        if (r < 0)
-                return r;
-        return libcgroup_error(cgroup_modify_cgroup(cg));
-}
-
-int act_cgroup_write_cpus(Actuator *a, const char *dir, const char *text) {
-        /* libcgroup cannot be pointed at a fixture tree, and silently skips
-         * empty values (verified with libcgroup 2.0.2): v2's "" (inherit the
-         * parent's CPUs) is written directly, as "\n" like `echo > file`. */
-        if (!a->live || !*text)
-                return write_direct(a->root, dir, text);
-        return write_libcgroup(a, dir, text);
-}
-
-/* ---- the cgroup's own CPUs: cpuset and systemd backends ---- */
-
-int act_cgroup_record(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActuatorBackend backend,
-                      ActCgroup *ret) {
-        Actuator *a = c->a;
-        ActCgroup n = {.backend = backend, .v2 = cg->v2};
-        int r;
-
-        n.name = strdup(cg->name);
-        n.dir = strdup(cg->dir);
-        if (!n.name || !n.dir) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        switch (backend) {
-        case ACTUATOR_BACKEND_CPUSET:
-                r = act_cgroup_read_cpus_text(a->root, cg->dir, &n.original_text);
-                if (r < 0)
-                        goto fail;
-                break;
-        case ACTUATOR_BACKEND_SYSTEMD: {
-                _cleanup_cpuset_ CpuSet allowed = NULL;
-                r = systemd_unit_from_cgroup(cg->dir, &n.unit);
-                if (r < 0)
-                        goto fail;
-                r = systemd_get_allowed_cpus(a->bus, n.unit, &allowed);
-                if (r < 0)
-                        goto fail;
-                r = cpuset_format(allowed, &n.original_text);
-                if (r < 0)
-                        goto fail;
-                break;
-        }
-        default:
-                break;
-        }
-        /* What the cgroup had: what the sampler reports as its "allowed"
-         * while steerd holds it. */
-        r = backend == ACTUATOR_BACKEND_THREADS
-                    ? -ENOENT
-                    : cgroup_effective_cpus(a->root, cg->dir, cg->v2, &n.original);
-        if (r < 0) {
-                if (cs && cs->cpus)
-                        n.original = hwloc_bitmap_dup(cs->cpus);
-                else if (c->online)
-                        n.original = hwloc_bitmap_dup(c->online);
-        }
-        if (!n.original) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        *ret = n;
-        return 0;
-fail:
-        act_cgroup_done(&n);
-        return r;
-}
+#include "actuator-cgroup.h"
+#include "actuator-cpuset.h"
+#include "actuator-mask.h"
+#include "actuator-systemd.h"
+#include "actuator-threads.h"
+#include "affinity.h"
+#include "log.h"
 
 /* systemd writes the cgroup's cpuset.cpus after SetUnitProperties() has
  * returned, when it realizes the unit's cgroup. Until it has, the threads'
@@ -512,177 +277,219 @@ static void forget_own_masks(Actuator *a, const char *cgroup) {
         }
 }
 
-int act_apply_cgroup_file(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActCgroup *crec,
-                          ActuatorBackend backend, const Action *act) {
-        Actuator *a = c->a;
-        _cleanup_cpuset_ CpuSet parent = NULL, mask = NULL, orig_on = NULL;
-        _cleanup_(freep) char *text = NULL;
-        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
-        bool full;
+/* The cgroup's record before steerd's first write to it. 1 with the
+ * record, 0 when the action ends here (counted). */
+static int file_record_first(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActuatorBackend backend,
+                             ActCgroup **ret) {
+        ActCgroup fresh = {};
+        ActCgroup *crec;
         int r;
 
-        if (!crec) {
-                ActCgroup fresh = {};
-                r = act_cgroup_record(c, cg, cs, backend, &fresh);
-                if (r == -ENOENT) {
-                        act_cgroup_gone(c, cg->name, cg->dir);
-                        c->rep.vanished++;
-                        return 0;
-                }
-                if (act_is_eperm(r)) {
-                        c->rep.failed++;
-                        return act_mark_unmanaged(c, cg->name, 0, 0, r);
-                }
-                if (r < 0) {
-                        log_warning_errno(r, "cgroup %s: cannot read its CPUs before changing them",
-                                          cg->name);
-                        c->rep.failed++;
-                        return 0;
-                }
-                /* Recorded (window NULL) before the first write: write-ahead. */
-                r = actuator_add_owned(a, &fresh);
-                if (r < 0) {
-                        act_cgroup_done(&fresh);
-                        return r;
-                }
-                crec = actuator_find_owned(a, cg->name);
-                r = record_own_masks(c, cg->name, cs, crec->original);
-                if (r < 0)
-                        return r;
-        }
-
-        orig_on = hwloc_bitmap_dup(crec->original);
-        if (!orig_on)
-                return -ENOMEM;
-        act_and_online(c, orig_on);
-        full = act->kind == ACTION_RESTORE && hwloc_bitmap_isincluded(orig_on, act->cpus);
-
-        if (full)
-                r = cgroup_write_ahead(c, crec, crec->original_text, crec->original, true);
-        else {
-                /* Never more than the parent gives: the kernel refuses it on
-                 * v1 and ignores it on v2. */
-                r = act_cgroup_parent_effective(a->root, crec->dir, crec->v2, &parent);
-                if (r < 0 && r != -ENOENT) {
-                        log_warning_errno(r, "cgroup %s: cannot read its parent's effective CPUs", cg->name);
-                        goto failed;
-                }
-                mask = hwloc_bitmap_dup(act->cpus);
-                if (!mask)
-                        return -ENOMEM;
-                if (parent)
-                        hwloc_bitmap_and(mask, mask, parent);
-                if (hwloc_bitmap_iszero(mask))
-                        r = -EINVAL;
-                else {
-                        r = cpuset_format(mask, &text);
-                        if (r < 0)
-                                return r;
-                        r = cgroup_write_ahead(c, crec, text, mask, false);
-                }
-                if (act_is_einval(r)) {
-                        /* Once more, with what is left of it within the
-                         * parent (read afresh) and the online CPUs. */
-                        _cleanup_cpuset_ CpuSet prev = mask;
-                        hwloc_bitmap_free(parent);
-                        parent = NULL;
-                        (void) act_cgroup_parent_effective(a->root, crec->dir, crec->v2, &parent);
-                        mask = hwloc_bitmap_dup(act->cpus);
-                        if (!mask)
-                                return -ENOMEM;
-                        if (parent)
-                                hwloc_bitmap_and(mask, mask, parent);
-                        act_and_online(c, mask);
-                        free(text);
-                        text = NULL;
-                        if (hwloc_bitmap_iszero(mask) || hwloc_bitmap_isequal(mask, prev))
-                                log_warning("cgroup %s: nothing of CPUs %s is left within its parent's %s; "
-                                            "%s %s dropped",
-                                            cg->name, cpuset_to_string(act->cpus, b1, sizeof(b1)),
-                                            cpuset_to_string(parent, b2, sizeof(b2)),
-                                            action_policy_to_string(act->policy),
-                                            action_kind_to_string(act->kind));
-                        else {
-                                r = cpuset_format(mask, &text);
-                                if (r < 0)
-                                        return r;
-                                r = cgroup_write_ahead(c, crec, text, mask, false);
-                        }
-                }
-        }
-
+        r = act_cgroup_record(c, cg, cs, backend, &fresh);
         if (r == -ENOENT) {
                 act_cgroup_gone(c, cg->name, cg->dir);
                 c->rep.vanished++;
                 return 0;
         }
         if (act_is_eperm(r)) {
-                cgroup_drop_intent(a, cg->name);
-                if (!crec->window)
-                        actuator_forget_owned(a, cg->name);
                 c->rep.failed++;
-                return act_mark_unmanaged(c, cg->name, 0, 0, r);
+                r = act_mark_unmanaged(c, cg->name, 0, 0, r);
+                return r < 0 ? r : 0;
         }
         if (r < 0) {
-                if (!act_is_einval(r))
-                        log_warning_errno(r, "cgroup %s: writing CPUs '%s' (%s backend) failed", cg->name,
-                                          text ?: "", actuator_backend_to_string(crec->backend));
-                goto failed;
+                log_warning_errno(r, "cgroup %s: cannot read its CPUs before changing them", cg->name);
+                c->rep.failed++;
+                return 0;
         }
-
-        c->rep.applied++;
-        a->dirty = true;
-        if (full) {
-                log_struct(LOG_INFO, STEERD_MESSAGE_RESTORE,
-                           "cgroup %s: CPUs %s -> '%s', given back (%s backend; %s %s: %s)", cg->name,
-                           cpuset_to_string(crec->window, b1, sizeof(b1)), crec->original_text,
-                           actuator_backend_to_string(crec->backend), action_policy_to_string(act->policy),
-                           action_kind_to_string(act->kind), act->reason ?: "");
-                _cleanup_cpuset_ CpuSet now = hwloc_bitmap_dup(crec->original);
-                if (!now)
-                        return -ENOMEM;
-                actuator_forget_owned(a, cg->name);
-                r = cgroup_fixup_threads(c, cg->name, now);
-                forget_own_masks(a, cg->name);
+        /* Recorded (window NULL) before the first write: write-ahead. */
+        r = actuator_add_owned(c->a, &fresh);
+        if (r < 0) {
+                act_cgroup_done(&fresh);
                 return r;
         }
+        crec = actuator_find_owned(c->a, cg->name);
+        r = record_own_masks(c, cg->name, cs, crec->original);
+        if (r < 0)
+                return r;
+        *ret = crec;
+        return 1;
+}
 
-        log_struct(LOG_INFO, STEERD_MESSAGE_ACTION, "cgroup %s: CPUs %s -> %s (%s backend; %s %s: %s)",
-                   cg->name, cpuset_to_string(crec->window ?: crec->original, b1, sizeof(b1)),
-                   cpuset_to_string(mask, b2, sizeof(b2)), actuator_backend_to_string(crec->backend),
-                   action_policy_to_string(act->policy), action_kind_to_string(act->kind),
-                   act->reason ?: "");
-        hwloc_bitmap_free(crec->window);
-        crec->window = TAKE_PTR(mask);
-        hwloc_bitmap_free(crec->pending);
-        crec->pending = NULL;
-        return cgroup_fixup_threads(c, cg->name, crec->window);
+/* cpus within the parent's effective CPUs (NULL: unknown) and, with online,
+ * within the online CPUs. */
+static int clip_to_parent(const ActCtx *c, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t parent,
+                          bool online, CpuSet *ret) {
+        CpuSet m = hwloc_bitmap_dup(cpus);
 
-failed:
-        cgroup_drop_intent(a, cg->name);
-        if (!crec->window)
-                actuator_forget_owned(a, cg->name); /* the first write never happened */
-        c->rep.failed++;
+        if (!m)
+                return -ENOMEM;
+        if (parent)
+                hwloc_bitmap_and(m, m, parent);
+        if (online)
+                act_and_online(c, m);
+        *ret = m;
         return 0;
 }
 
-int act_release_cgroup_record(ActCtx *c, ActCgroup *crec) {
-        Actuator *a = c->a;
+/* Write act's CPUs as the cgroup's window, never more than the parent
+ * gives: the kernel refuses it on v1 and ignores it on v2. < 0: steerd's own
+ * failure; else *ret_r is the write's result, and 1 says nothing was
+ * written because the parent's CPUs could not be read (logged). */
+static int write_window(ActCtx *c, ActCgroup *crec, const Action *act, CpuSet *ret_mask, char **ret_text,
+                        int *ret_r) {
+        _cleanup_cpuset_ CpuSet parent = NULL, mask = NULL;
         _cleanup_(freep) char *text = NULL;
-        _cleanup_cpuset_ CpuSet cur = NULL, orig = NULL;
         char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
+        int r, w = -EINVAL;
+
+        r = act_cgroup_parent_effective(c->a->root, crec->dir, crec->v2, &parent);
+        if (r < 0 && r != -ENOENT) {
+                log_warning_errno(r, "cgroup %s: cannot read its parent's effective CPUs", crec->name);
+                return 1;
+        }
+        r = clip_to_parent(c, act->cpus, parent, false, &mask);
+        if (r < 0)
+                return r;
+        if (!hwloc_bitmap_iszero(mask)) {
+                r = cpuset_format(mask, &text);
+                if (r < 0)
+                        return r;
+                w = cgroup_write_ahead(c, crec, text, mask, false);
+        }
+        if (act_is_einval(w)) {
+                /* Once more, with what is left of it within the parent (read
+                 * afresh) and the online CPUs. */
+                _cleanup_cpuset_ CpuSet prev = TAKE_PTR(mask);
+                hwloc_bitmap_free(parent);
+                parent = NULL;
+                (void) act_cgroup_parent_effective(c->a->root, crec->dir, crec->v2, &parent);
+                r = clip_to_parent(c, act->cpus, parent, true, &mask);
+                if (r < 0)
+                        return r;
+                free(text);
+                text = NULL;
+                if (hwloc_bitmap_iszero(mask) || hwloc_bitmap_isequal(mask, prev))
+                        log_warning("cgroup %s: nothing of CPUs %s is left within its parent's %s; %s %s "
+                                    "dropped",
+                                    crec->name, cpuset_to_string(act->cpus, b1, sizeof(b1)),
+                                    cpuset_to_string(parent, b2, sizeof(b2)),
+                                    action_policy_to_string(act->policy), action_kind_to_string(act->kind));
+                else {
+                        r = cpuset_format(mask, &text);
+                        if (r < 0)
+                                return r;
+                        w = cgroup_write_ahead(c, crec, text, mask, false);
+                }
+        }
+        *ret_mask = TAKE_PTR(mask);
+        *ret_text = TAKE_PTR(text);
+        *ret_r = w;
+        return 0;
+}
+
+/* A write that did not happen: no intent stays, and a record made for it
+ * goes. */
+static void file_write_failed(ActCtx *c, const char *cgroup, const ActCgroup *crec) {
+        cgroup_drop_intent(c->a, cgroup);
+        if (!crec->window)
+                actuator_forget_owned(c->a, cgroup); /* the first write never happened */
+        c->rep.failed++;
+}
+
+static int file_given_back(ActCtx *c, const OptedIn *cg, const ActCgroup *crec, const Action *act) {
+        char b1[CPUSET_STRLEN];
         int r;
 
-        if (crec->backend == ACTUATOR_BACKEND_THREADS || (!crec->window && !crec->pending))
-                return 0;
-        if (crec->backend == ACTUATOR_BACKEND_SYSTEMD &&
-            !systemd_backend_eligible(a->live, a->bus, crec->dir, true)) {
-                log_struct_errno(LOG_WARNING, -ENOTCONN, STEERD_MESSAGE_RESTORE,
-                                 "cgroup %s: AllowedCPUs of %s cannot be given back without systemd on the "
-                                 "bus; kept to be given back later",
-                                 crec->name, crec->unit);
-                return -ENOTCONN;
+        log_struct(LOG_INFO, STEERD_MESSAGE_RESTORE,
+                   "cgroup %s: CPUs %s -> '%s', given back (%s backend; %s %s: %s)", cg->name,
+                   cpuset_to_string(crec->window, b1, sizeof(b1)), crec->original_text,
+                   actuator_backend_to_string(crec->backend), action_policy_to_string(act->policy),
+                   action_kind_to_string(act->kind), act->reason ?: "");
+        _cleanup_cpuset_ CpuSet now = hwloc_bitmap_dup(crec->original);
+        if (!now)
+                return -ENOMEM;
+        actuator_forget_owned(c->a, cg->name);
+        r = cgroup_fixup_threads(c, cg->name, now);
+        forget_own_masks(c->a, cg->name);
+        return r;
+}
+
+static int file_window_set(ActCtx *c, const OptedIn *cg, ActCgroup *crec, const Action *act, CpuSet *mask) {
+        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
+
+        log_struct(LOG_INFO, STEERD_MESSAGE_ACTION, "cgroup %s: CPUs %s -> %s (%s backend; %s %s: %s)",
+                   cg->name, cpuset_to_string(crec->window ?: crec->original, b1, sizeof(b1)),
+                   cpuset_to_string(*mask, b2, sizeof(b2)), actuator_backend_to_string(crec->backend),
+                   action_policy_to_string(act->policy), action_kind_to_string(act->kind),
+                   act->reason ?: "");
+        hwloc_bitmap_free(crec->window);
+        crec->window = TAKE_PTR(*mask);
+        hwloc_bitmap_free(crec->pending);
+        crec->pending = NULL;
+        return cgroup_fixup_threads(c, cg->name, crec->window);
+}
+
+int act_apply_cgroup_file(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActCgroup *crec,
+                          ActuatorBackend backend, const Action *act) {
+        _cleanup_cpuset_ CpuSet mask = NULL;
+        _cleanup_(freep) char *text = NULL;
+        bool full;
+        int r, w;
+
+        if (!crec) {
+                r = file_record_first(c, cg, cs, backend, &crec);
+                if (r <= 0)
+                        return r;
         }
+        r = act_restore_is_full(c, act, crec->original, &full);
+        if (r < 0)
+                return r;
+        if (full)
+                w = cgroup_write_ahead(c, crec, crec->original_text, crec->original, true);
+        else {
+                r = write_window(c, crec, act, &mask, &text, &w);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        file_write_failed(c, cg->name, crec);
+                        return 0;
+                }
+        }
+
+        if (w == -ENOENT) {
+                act_cgroup_gone(c, cg->name, cg->dir);
+                c->rep.vanished++;
+                return 0;
+        }
+        if (act_is_eperm(w)) {
+                file_write_failed(c, cg->name, crec);
+                return act_mark_unmanaged(c, cg->name, 0, 0, w);
+        }
+        if (w < 0) {
+                if (!act_is_einval(w))
+                        log_warning_errno(w, "cgroup %s: writing CPUs '%s' (%s backend) failed", cg->name,
+                                          text ?: "", actuator_backend_to_string(crec->backend));
+                file_write_failed(c, cg->name, crec);
+                return 0;
+        }
+
+        c->rep.applied++;
+        c->a->dirty = true;
+        if (full)
+                return file_given_back(c, cg, crec, act);
+        return file_window_set(c, cg, crec, act, &mask);
+}
+
+/* Whether the cgroup's CPUs are still what steerd set. 1 if so, with what
+ * they are (NULL when they could not be read or parsed: systemd is asked
+ * anyway); 0 when there is nothing to give back (gone, never changed,
+ * someone else's: logged); < 0 when they cannot be read (kept). */
+static int cgroup_still_steerds(ActCtx *c, const ActCgroup *crec, CpuSet *ret_cur) {
+        Actuator *a = c->a;
+        _cleanup_(freep) char *text = NULL;
+        _cleanup_cpuset_ CpuSet cur = NULL;
+        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
+        int r;
 
         r = act_cgroup_read_cpus_text(a->root, crec->dir, &text);
         if (r == -ENOENT && rootdir_access(a->root, crec->dir, F_OK) < 0) {
@@ -707,13 +514,20 @@ int act_release_cgroup_record(ActCtx *c, ActCgroup *crec) {
         } else if (crec->backend == ACTUATOR_BACKEND_CPUSET)
                 return log_warning_errno(r, "cgroup %s: cannot read its CPUs; kept to be given back later",
                                          crec->name);
+        *ret_cur = TAKE_PTR(cur);
+        return 1;
+}
+
+/* The original back; when the parent shrank since, as much of it as the
+ * parent allows. */
+static int cgroup_write_original(ActCtx *c, const ActCgroup *crec) {
+        int r;
 
         r = cgroup_write(c, crec, crec->original_text);
         if (act_is_einval(r)) {
-                /* The parent shrank since: as much of the original as it allows. */
-                _cleanup_cpuset_ CpuSet parent = NULL;
+                _cleanup_cpuset_ CpuSet parent = NULL, orig = NULL;
                 _cleanup_(freep) char *t2 = NULL;
-                if (act_cgroup_parent_effective(a->root, crec->dir, crec->v2, &parent) >= 0 &&
+                if (act_cgroup_parent_effective(c->a->root, crec->dir, crec->v2, &parent) >= 0 &&
                     cpuset_parse(crec->original_text, &orig) >= 0) {
                         hwloc_bitmap_and(orig, orig, parent);
                         if (hwloc_bitmap_iszero(orig))
@@ -726,6 +540,30 @@ int act_release_cgroup_record(ActCtx *c, ActCgroup *crec) {
                         }
                 }
         }
+        return r;
+}
+
+int act_release_cgroup_record(ActCtx *c, ActCgroup *crec) {
+        Actuator *a = c->a;
+        _cleanup_cpuset_ CpuSet cur = NULL;
+        char b1[CPUSET_STRLEN];
+        int r;
+
+        if (crec->backend == ACTUATOR_BACKEND_THREADS || (!crec->window && !crec->pending))
+                return 0;
+        if (crec->backend == ACTUATOR_BACKEND_SYSTEMD &&
+            !systemd_backend_eligible(a->live, a->bus, crec->dir, true)) {
+                log_struct_errno(LOG_WARNING, -ENOTCONN, STEERD_MESSAGE_RESTORE,
+                                 "cgroup %s: AllowedCPUs of %s cannot be given back without systemd on the "
+                                 "bus; kept to be given back later",
+                                 crec->name, crec->unit);
+                return -ENOTCONN;
+        }
+
+        r = cgroup_still_steerds(c, crec, &cur);
+        if (r <= 0)
+                return r;
+        r = cgroup_write_original(c, crec);
         if (r == -ENOENT) {
                 log_notice("cgroup %s (%s) is gone: nothing to give back", crec->name, crec->dir);
                 return 0;

@@ -5,8 +5,9 @@
 #include <libgen.h>
 #include <sys/stat.h>
 
-#include "actuator-internal.h"
+#include "actuator-state.h"
 #include "json-util.h"
+#include "log.h"
 
 /* The state file: what steerd owns, so that a successor can give it back
  * after a crash (DESIGN.md 5.2). Keyed by (tid, starttime): a reused tid is
@@ -28,6 +29,50 @@
 
 #define STATE_VERSION 1
 
+static int thread_to_json(const ActThread *t, json_object *o) {
+        int r;
+
+        if ((r = json_add_full(o, "tid", json_object_new_int64(t->tid), false)) < 0 ||
+            (r = json_add_full(o, "starttime", json_object_new_uint64(t->starttime), false)) < 0 ||
+            (r = json_add_full(o, "cgroup", json_object_new_string(t->cgroup), false)) < 0 ||
+            (r = json_add_full(o, "original", json_cpuset(t->original), false)) < 0 ||
+            (r = json_add_full(o, "original_full", json_object_new_boolean(t->original_full), false)) < 0 ||
+            (r = json_add_full(o, "request", json_cpuset(t->request), !t->request)) < 0 ||
+            (r = json_add_full(o, "last_set", json_cpuset(t->last_set), false)) < 0 ||
+            (r = json_add_full(o, "pending", json_cpuset(t->pending), !t->pending)) < 0)
+                return r;
+        return 0;
+}
+
+static int cgroup_to_json(const ActCgroup *c, json_object *o) {
+        int r;
+
+        if ((r = json_add_full(o, "name", json_object_new_string(c->name), false)) < 0 ||
+            (r = json_add_full(o, "dir", json_object_new_string(c->dir), false)) < 0 ||
+            (r = json_add_full(o, "v2", json_object_new_boolean(c->v2), false)) < 0 ||
+            (r = json_add_full(o, "backend", json_object_new_string(actuator_backend_to_string(c->backend)),
+                               false)) < 0 ||
+            (r = json_add_full(o, "unit", c->unit ? json_object_new_string(c->unit) : NULL, !c->unit)) < 0 ||
+            (r = json_add_full(o, "original_text",
+                               c->original_text ? json_object_new_string(c->original_text) : NULL,
+                               !c->original_text)) < 0 ||
+            (r = json_add_full(o, "original", json_cpuset(c->original), !c->original)) < 0 ||
+            (r = json_add_full(o, "window", json_cpuset(c->window), !c->window)) < 0 ||
+            (r = json_add_full(o, "pending", json_cpuset(c->pending), !c->pending)) < 0)
+                return r;
+        return 0;
+}
+
+/* A new object appended to array, for the caller to fill. */
+static json_object *array_add_object(json_object *array) {
+        json_object *o = json_object_new_object();
+        if (!o || json_object_array_add(array, o) < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
 static int state_to_json(const Actuator *a, json_object **ret) {
         _cleanup_(json_object_putp) json_object *root = json_object_new_object();
         json_object *threads = json_object_new_array(), *cgroups = json_object_new_array();
@@ -48,44 +93,19 @@ static int state_to_json(const Actuator *a, json_object **ret) {
                 return r;
 
         for (size_t i = 0; i < a->n_threads; i++) {
-                const ActThread *t = &a->threads[i];
-                json_object *o = json_object_new_object();
-                if (!o || json_object_array_add(threads, o) < 0) {
-                        json_object_put(o);
+                json_object *o = array_add_object(threads);
+                if (!o)
                         return -ENOMEM;
-                }
-                if ((r = json_add_full(o, "tid", json_object_new_int64(t->tid), false)) < 0 ||
-                    (r = json_add_full(o, "starttime", json_object_new_uint64(t->starttime), false)) < 0 ||
-                    (r = json_add_full(o, "cgroup", json_object_new_string(t->cgroup), false)) < 0 ||
-                    (r = json_add_full(o, "original", json_cpuset(t->original), false)) < 0 ||
-                    (r = json_add_full(o, "original_full", json_object_new_boolean(t->original_full),
-                                       false)) < 0 ||
-                    (r = json_add_full(o, "request", json_cpuset(t->request), !t->request)) < 0 ||
-                    (r = json_add_full(o, "last_set", json_cpuset(t->last_set), false)) < 0 ||
-                    (r = json_add_full(o, "pending", json_cpuset(t->pending), !t->pending)) < 0)
+                r = thread_to_json(&a->threads[i], o);
+                if (r < 0)
                         return r;
         }
         for (size_t i = 0; i < a->n_owned; i++) {
-                const ActCgroup *c = &a->owned[i];
-                json_object *o = json_object_new_object();
-                if (!o || json_object_array_add(cgroups, o) < 0) {
-                        json_object_put(o);
+                json_object *o = array_add_object(cgroups);
+                if (!o)
                         return -ENOMEM;
-                }
-                if ((r = json_add_full(o, "name", json_object_new_string(c->name), false)) < 0 ||
-                    (r = json_add_full(o, "dir", json_object_new_string(c->dir), false)) < 0 ||
-                    (r = json_add_full(o, "v2", json_object_new_boolean(c->v2), false)) < 0 ||
-                    (r = json_add_full(o, "backend",
-                                       json_object_new_string(actuator_backend_to_string(c->backend)),
-                                       false)) < 0 ||
-                    (r = json_add_full(o, "unit", c->unit ? json_object_new_string(c->unit) : NULL,
-                                       !c->unit)) < 0 ||
-                    (r = json_add_full(o, "original_text",
-                                       c->original_text ? json_object_new_string(c->original_text) : NULL,
-                                       !c->original_text)) < 0 ||
-                    (r = json_add_full(o, "original", json_cpuset(c->original), !c->original)) < 0 ||
-                    (r = json_add_full(o, "window", json_cpuset(c->window), !c->window)) < 0 ||
-                    (r = json_add_full(o, "pending", json_cpuset(c->pending), !c->pending)) < 0)
+                r = cgroup_to_json(&a->owned[i], o);
+                if (r < 0)
                         return r;
         }
         *ret = TAKE_PTR(root);
@@ -270,6 +290,55 @@ static int load_cgroup(json_object *o, ActCgroup *ret, bool *ok) {
         return 0;
 }
 
+/* All or nothing: a state file half understood is not acted on. */
+static int load_threads(Actuator *a, const char *path, json_object *threads) {
+        bool ok = true;
+        int r;
+
+        for (size_t i = 0, n = json_object_array_length(threads); i < n; i++) {
+                ActThread t = {};
+                r = load_thread(json_object_array_get_idx(threads, i), &t, &ok);
+                if (r < 0)
+                        return r;
+                if (!ok)
+                        return log_parse_error(path, 0, "threads[%zu]: missing or invalid field", i);
+                if (actuator_find_thread(a, t.tid)) {
+                        act_thread_done(&t);
+                        return log_parse_error(path, 0, "threads[%zu]: tid %d twice", i, (int) t.tid);
+                }
+                r = actuator_add_thread(a, &t);
+                if (r < 0) {
+                        act_thread_done(&t);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+static int load_cgroups(Actuator *a, const char *path, json_object *cgroups) {
+        bool ok = true;
+        int r;
+
+        for (size_t i = 0, n = json_object_array_length(cgroups); i < n; i++) {
+                ActCgroup c = {};
+                r = load_cgroup(json_object_array_get_idx(cgroups, i), &c, &ok);
+                if (r < 0)
+                        return r;
+                if (!ok)
+                        return log_parse_error(path, 0, "cgroups[%zu]: missing or invalid field", i);
+                if (actuator_find_owned(a, c.name)) {
+                        act_cgroup_done(&c);
+                        return log_parse_error(path, 0, "cgroups[%zu]: %s twice", i, c.name);
+                }
+                r = actuator_add_owned(a, &c);
+                if (r < 0) {
+                        act_cgroup_done(&c);
+                        return r;
+                }
+        }
+        return 0;
+}
+
 int actuator_state_load(Actuator *a, const char *path) {
         _cleanup_(json_object_putp) json_object *root = NULL;
         _cleanup_(freep) char *text = NULL;
@@ -299,49 +368,17 @@ int actuator_state_load(Actuator *a, const char *path) {
                 return log_parse_error(path, 0, "version %d, expected %d", json_object_get_int(version),
                                        STATE_VERSION);
 
-        /* All or nothing: a state file half understood is not acted on. */
-        size_t nt = json_object_array_length(threads), nc = json_object_array_length(cgroups);
-        for (size_t i = 0; i < nt; i++) {
-                ActThread t = {};
-                r = load_thread(json_object_array_get_idx(threads, i), &t, &ok);
-                if (r < 0)
-                        return r;
-                if (!ok)
-                        return log_parse_error(path, 0, "threads[%zu]: missing or invalid field", i);
-                if (actuator_find_thread(a, t.tid)) {
-                        act_thread_done(&t);
-                        return log_parse_error(path, 0, "threads[%zu]: tid %d twice", i, (int) t.tid);
-                }
-                r = actuator_add_thread(a, &t);
-                if (r < 0) {
-                        act_thread_done(&t);
-                        return r;
-                }
-        }
-        for (size_t i = 0; i < nc; i++) {
-                ActCgroup c = {};
-                r = load_cgroup(json_object_array_get_idx(cgroups, i), &c, &ok);
-                if (r < 0)
-                        return r;
-                if (!ok)
-                        return log_parse_error(path, 0, "cgroups[%zu]: missing or invalid field", i);
-                if (actuator_find_owned(a, c.name)) {
-                        act_cgroup_done(&c);
-                        return log_parse_error(path, 0, "cgroups[%zu]: %s twice", i, c.name);
-                }
-                r = actuator_add_owned(a, &c);
-                if (r < 0) {
-                        act_cgroup_done(&c);
-                        return r;
-                }
-        }
+        r = load_threads(a, path, threads);
+        if (r < 0)
+                return r;
+        r = load_cgroups(a, path, cgroups);
+        if (r < 0)
+                return r;
         a->dirty = false;
         return 0;
 }
 
-/* A predecessor killed between mkostemp() and rename() left ".NAME.XXXXXX"
- * next to the state file: never a state anyone reads, so it goes. */
-static void remove_stale_temporaries(const char *state_path) {
+void act_state_remove_stale_temporaries(const char *state_path) {
         _cleanup_(freep) char *copy = strdup(state_path), *prefix = NULL;
         const char *slash = strrchr(state_path, '/');
 
@@ -359,66 +396,4 @@ static void remove_stale_temporaries(const char *state_path) {
                         log_debug("Removed %s/%s, a state file a killed steerd never finished", dir,
                                   de->d_name);
         }
-}
-
-int actuator_take_over(Actuator *a) {
-        _cleanup_(freep) char *bad = NULL;
-        int r;
-
-        if (!a || !a->state_path)
-                return -EINVAL;
-        if (a->n_threads > 0 || a->n_owned > 0)
-                return -EBUSY;
-        remove_stale_temporaries(a->state_path);
-        r = actuator_state_load(a, a->state_path);
-        if (r == -ENOENT)
-                return 0;
-        if (r == -EBADMSG) {
-                if (asprintf(&bad, "%s.bad", a->state_path) < 0)
-                        return -ENOMEM;
-                if (rename(a->state_path, bad) < 0)
-                        log_warning_errno(errno, "Cannot rename %s to %s", a->state_path, bad);
-                log_struct(LOG_ERR, STEERD_MESSAGE_RESTORE,
-                           "%s is malformed (see above): nothing of it was restored; kept as %s",
-                           a->state_path, bad);
-                return -EBADMSG;
-        }
-        if (r < 0) {
-                /* Half loaded: forget it, touch nothing, keep the file. */
-                while (a->n_threads > 0)
-                        actuator_forget_thread(a, a->threads[0].tid);
-                while (a->n_owned > 0)
-                        actuator_forget_owned(a, a->owned[0].name);
-                a->dirty = false;
-                return log_error_errno(r, "Cannot read %s", a->state_path);
-        }
-
-        log_struct(LOG_NOTICE, STEERD_MESSAGE_RESTORE,
-                   "%s: a previous steerd left %zu threads and %zu cgroups changed; giving them back",
-                   a->state_path, a->n_threads, a->n_owned);
-        /* Everything loaded is written back as it is while giving back: the
-         * file always holds what is still to do. */
-        a->dirty = true;
-        r = actuator_release_all(a);
-        if (r < 0) {
-                char what[512];
-                (void) actuator_kept_description(a, what, sizeof(what));
-                log_struct_errno(LOG_ERR, r, STEERD_MESSAGE_RESTORE,
-                                 "Could not give back everything a previous steerd left (%s): kept in %s, "
-                                 "tried again every few seconds and at the stop",
-                                 what, a->state_path);
-        }
-        return r;
-}
-
-int actuator_restore_predecessor(const RootDir *root, const char *state_path, sd_bus *bus) {
-        _cleanup_(actuator_freep) Actuator *a = NULL;
-        int r;
-
-        if (!root || !state_path)
-                return -EINVAL;
-        r = actuator_new(root, state_path, bus, &a);
-        if (r < 0)
-                return r;
-        return actuator_take_over(a);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <systemd/sd-daemon.h>
 
-#include "actuator-internal.h"
+#include "actuator-systemd.h"
+#include "log.h"
 
 /* systemd owns the cgroups of its units: a write to their cpuset.cpus would
  * be undone at the next daemon-reload or unit restart, and is invisible to

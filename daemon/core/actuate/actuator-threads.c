@@ -1,47 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-#include <sched.h>
-#include <sys/syscall.h>
-
-#include "actuator-internal.h"
+#include "actuator-cgroup.h"
+#include "actuator-mask.h"
+#include "actuator-threads.h"
 #include "affinity.h"
-#include "proc-thread.h"
-
-int act_thread_read_starttime(const RootDir *root, pid_t tid, uint64_t *ret) {
-        _cleanup_(freep) char *text = NULL;
-        char path[80];
-        ThreadStat st;
-        int r;
-
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) tid, (int) tid);
-        r = rootdir_read_file(root, path, &text, NULL);
-        if (r == -ENOENT || r == -ESRCH)
-                return -ESRCH;
-        if (r < 0)
-                return r;
-        r = thread_stat_parse(text, path, &st, NULL);
-        if (r < 0)
-                return r;
-        *ret = st.starttime;
-        return 0;
-}
-
-int act_thread_check_identity(const Actuator *a, pid_t tid, uint64_t starttime) {
-        uint64_t now;
-        int r = act_thread_read_starttime(a->root, tid, &now);
-        if (r < 0)
-                return r;
-        return now == starttime ? 0 : -ESRCH;
-}
-
-int act_read_online_cpus(const RootDir *root, CpuSet *ret) {
-        _cleanup_(freep) char *text = NULL;
-        int r;
-
-        r = rootdir_read_file(root, "/sys/devices/system/cpu/online", &text, NULL);
-        if (r < 0)
-                return r;
-        return cpuset_parse(text, ret);
-}
+#include "log.h"
 
 /* ---- a thread's mask ---- */
 
@@ -49,8 +11,10 @@ static bool emulates_window(const ActCgroup *crec) {
         return crec && crec->backend == ACTUATOR_BACKEND_THREADS && crec->window;
 }
 
-int act_thread_predict(const ActThread *t, const ActCgroup *crec, hwloc_const_bitmap_t request,
-                       hwloc_const_bitmap_t cg_now, CpuSet *ret) {
+/* The mask a thread gets from its own base (request, else original) within
+ * cg_now, or within the threads backend's window. */
+static int thread_predict(const ActThread *t, const ActCgroup *crec, hwloc_const_bitmap_t request,
+                          hwloc_const_bitmap_t cg_now, CpuSet *ret) {
         hwloc_const_bitmap_t base = request ?: (t->original_full ? NULL : t->original);
 
         if (emulates_window(crec))
@@ -65,7 +29,7 @@ int act_thread_predict(const ActThread *t, const ActCgroup *crec, hwloc_const_bi
 static int thread_intend(Actuator *a, ActThread *t, const ActCgroup *crec, hwloc_const_bitmap_t request,
                          hwloc_const_bitmap_t cg_now) {
         CpuSet p = NULL;
-        int r = act_thread_predict(t, crec, request, cg_now, &p);
+        int r = thread_predict(t, crec, request, cg_now, &p);
         if (r < 0)
                 return r;
         hwloc_bitmap_free(t->pending);
@@ -229,18 +193,15 @@ void act_prepared_done(ActPrepared *p) {
         *p = (ActPrepared){};
 }
 
-int act_prepare_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, const Action *act,
-                              ActPrepared *ret) {
+/* The action's thread, if steerd may change it now: the root is the host's,
+ * the thread is in the cgroup's snapshot, not hands-off, and still the same
+ * thread. 1 with its sample, 0 when the action ends here (counted). */
+static int thread_action_sample(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, const Action *act,
+                                const ThreadSample **ret) {
         Actuator *a = c->a;
-        _cleanup_cpuset_ CpuSet cg_now = NULL, before = NULL;
-        hwloc_const_bitmap_t request;
         const ThreadSample *ts;
-        ActThread *t;
-        ActCgroup *crec;
         HandsOff *h;
         int r;
-
-        *ret = (ActPrepared){};
 
         if (!a->live) {
                 if (!a->fixture_threads_logged)
@@ -277,11 +238,17 @@ int act_prepare_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *
                 c->rep.failed++;
                 return 0;
         }
+        *ret = ts;
+        return 1;
+}
 
-        crec = actuator_find_owned(a, cg->name);
-        r = act_cgroup_cpus_now(c, cg->dir, cg->v2, cs, crec, &cg_now);
-        if (r < 0)
-                return r;
+/* The thread's record, made now unless steerd holds it already. 1 with it,
+ * 0 when the action ends here (counted). */
+static int thread_action_record(ActCtx *c, const OptedIn *cg, const ThreadSample *ts, const Action *act,
+                                hwloc_const_bitmap_t cg_now, ActThread **ret) {
+        Actuator *a = c->a;
+        ActThread *t;
+        int r;
 
         t = actuator_find_thread(a, ts->tid);
         if (t && t->starttime != ts->starttime) {
@@ -304,6 +271,31 @@ int act_prepare_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *
                 if (r < 0)
                         return r;
         }
+        *ret = t;
+        return 1;
+}
+
+int act_prepare_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, const Action *act,
+                              ActPrepared *ret) {
+        _cleanup_cpuset_ CpuSet cg_now = NULL, before = NULL;
+        const ThreadSample *ts = NULL;
+        hwloc_const_bitmap_t request;
+        ActThread *t = NULL;
+        ActCgroup *crec;
+        int r;
+
+        *ret = (ActPrepared){};
+
+        r = thread_action_sample(c, cg, cs, act, &ts);
+        if (r <= 0)
+                return r;
+        crec = actuator_find_owned(c->a, cg->name);
+        r = act_cgroup_cpus_now(c, cg->dir, cg->v2, cs, crec, &cg_now);
+        if (r < 0)
+                return r;
+        r = thread_action_record(c, cg, ts, act, cg_now, &t);
+        if (r <= 0)
+                return r;
         r = act_dup_set(t->last_set, &before);
         if (r < 0)
                 return r;
@@ -311,7 +303,7 @@ int act_prepare_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *
         request = act->kind == ACTION_RESTORE && thread_restore_is_full(t, act->cpus, cg_now, c->online)
                           ? NULL
                           : act->cpus;
-        r = thread_intend(a, t, crec, request, cg_now);
+        r = thread_intend(c->a, t, crec, request, cg_now);
         if (r < 0)
                 return r;
         *ret = (ActPrepared){
@@ -325,64 +317,59 @@ int act_prepare_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *
         return 0;
 }
 
-int act_finish_thread_action(ActCtx *c, const OptedIn *cg, const Action *act, ActPrepared *p) {
-        Actuator *a = c->a;
+/* The mask is no longer valid (hotplug, a cpuset that shrank): what is left
+ * of it within the cgroup, to be tried once. 0 (logged) when nothing is
+ * left, or nothing other than what failed. */
+static int thread_mask_left(const ActCtx *c, const OptedIn *cg, const Action *act, const ActThread *t,
+                            hwloc_const_bitmap_t request, hwloc_const_bitmap_t cg_now, CpuSet *ret) {
         _cleanup_cpuset_ CpuSet again = NULL;
-        hwloc_const_bitmap_t request = p->full_restore ? NULL : act->cpus, cg_now = p->cg_now,
-                             before = p->before;
-        ActCgroup *crec = actuator_find_owned(a, cg->name);
-        ActThread *t;
         char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
-        int r;
 
-        if (!p->go)
+        again = hwloc_bitmap_dup(request);
+        if (!again)
+                return -ENOMEM;
+        hwloc_bitmap_and(again, again, cg_now);
+        act_and_online(c, again);
+        if (hwloc_bitmap_iszero(again) || hwloc_bitmap_isequal(again, request)) {
+                log_warning("cgroup %s tid %d: CPUs %s are not valid for the thread and nothing of "
+                            "them is left within %s; %s %s dropped",
+                            cg->name, (int) t->tid, cpuset_to_string(request, b1, sizeof(b1)),
+                            cpuset_to_string(cg_now, b2, sizeof(b2)), action_policy_to_string(act->policy),
+                            action_kind_to_string(act->kind));
                 return 0;
-        /* Looked up again: recording other threads may have moved it. */
-        t = actuator_find_thread(a, p->tid);
-        if (!t)
-                return 0;
-        r = thread_apply_mask(a, t, crec, request);
-        if (act_is_einval(r) && request) {
-                /* The mask is no longer valid (hotplug, a cpuset that shrank):
-                 * what is left of it within the cgroup, once. */
-                again = hwloc_bitmap_dup(request);
-                if (!again)
-                        return -ENOMEM;
-                hwloc_bitmap_and(again, again, cg_now);
-                act_and_online(c, again);
-                if (hwloc_bitmap_iszero(again) || hwloc_bitmap_isequal(again, request))
-                        log_warning("cgroup %s tid %d: CPUs %s are not valid for the thread and nothing of "
-                                    "them is left within %s; %s %s dropped",
-                                    cg->name, (int) t->tid, cpuset_to_string(request, b1, sizeof(b1)),
-                                    cpuset_to_string(cg_now, b2, sizeof(b2)),
-                                    action_policy_to_string(act->policy), action_kind_to_string(act->kind));
-                else {
-                        r = thread_intend(a, t, crec, again, cg_now);
-                        if (r < 0)
-                                return r;
-                        act_save_state(a);
-                        r = thread_apply_mask(a, t, crec, again);
-                }
         }
+        *ret = TAKE_PTR(again);
+        return 1;
+}
+
+/* The mask could not be set (r): dropped, let go of when not permitted. */
+static int thread_action_failed(ActCtx *c, const OptedIn *cg, const Action *act, const ActPrepared *p,
+                                const ActThread *t, int r) {
+        char b1[CPUSET_STRLEN];
 
         if (r == -ESRCH) {
                 thread_vanished(c, cg->name, p->tid);
                 return 0;
         }
         if (act_is_eperm(r)) {
-                actuator_forget_thread(a, p->tid);
+                actuator_forget_thread(c->a, p->tid);
                 c->rep.failed++;
                 return act_mark_unmanaged(c, cg->name, p->tid, p->starttime, r);
         }
-        if (r < 0) {
-                if (!act_is_einval(r))
-                        log_warning_errno(r, "cgroup %s tid %d: setting CPUs %s failed", cg->name,
-                                          (int) p->tid, cpuset_to_string(act->cpus, b1, sizeof(b1)));
-                if (t->unapplied)
-                        actuator_forget_thread(a, p->tid);
-                c->rep.failed++;
-                return 0;
-        }
+        if (!act_is_einval(r))
+                log_warning_errno(r, "cgroup %s tid %d: setting CPUs %s failed", cg->name, (int) p->tid,
+                                  cpuset_to_string(act->cpus, b1, sizeof(b1)));
+        if (t->unapplied)
+                actuator_forget_thread(c->a, p->tid);
+        c->rep.failed++;
+        return 0;
+}
+
+/* The mask is set: counted, logged, and the record forgotten when nothing
+ * of steerd's is left on the thread. */
+static void thread_action_applied(ActCtx *c, const OptedIn *cg, const Action *act, const ActPrepared *p,
+                                  const ActThread *t, const ActCgroup *crec) {
+        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
 
         c->rep.applied++;
         /* Stickiness acts on hundreds of threads in a tick: one line per
@@ -392,17 +379,49 @@ int act_finish_thread_action(ActCtx *c, const OptedIn *cg, const Action *act, Ac
         if (!thread_layer_held(t, crec)) {
                 log_struct(level, STEERD_MESSAGE_RESTORE,
                            "cgroup %s tid %d: CPUs %s -> %s, given back (%s %s: %s)", cg->name, (int) t->tid,
-                           cpuset_to_string(before, b1, sizeof(b1)),
+                           cpuset_to_string(p->before, b1, sizeof(b1)),
                            cpuset_to_string(t->last_set, b2, sizeof(b2)),
                            action_policy_to_string(act->policy), action_kind_to_string(act->kind),
                            act->reason ?: "");
-                actuator_forget_thread(a, p->tid);
-                return 0;
+                actuator_forget_thread(c->a, p->tid);
+                return;
         }
         log_struct(level, STEERD_MESSAGE_ACTION, "cgroup %s tid %d: CPUs %s -> %s (%s %s: %s)", cg->name,
-                   (int) t->tid, cpuset_to_string(before, b1, sizeof(b1)),
+                   (int) t->tid, cpuset_to_string(p->before, b1, sizeof(b1)),
                    cpuset_to_string(t->last_set, b2, sizeof(b2)), action_policy_to_string(act->policy),
                    action_kind_to_string(act->kind), act->reason ?: "");
+}
+
+int act_finish_thread_action(ActCtx *c, const OptedIn *cg, const Action *act, ActPrepared *p) {
+        Actuator *a = c->a;
+        _cleanup_cpuset_ CpuSet again = NULL;
+        hwloc_const_bitmap_t request = p->full_restore ? NULL : act->cpus;
+        ActCgroup *crec = actuator_find_owned(a, cg->name);
+        ActThread *t;
+        int r, k;
+
+        if (!p->go)
+                return 0;
+        /* Looked up again: recording other threads may have moved it. */
+        t = actuator_find_thread(a, p->tid);
+        if (!t)
+                return 0;
+        r = thread_apply_mask(a, t, crec, request);
+        if (act_is_einval(r) && request) {
+                k = thread_mask_left(c, cg, act, t, request, p->cg_now, &again);
+                if (k < 0)
+                        return k;
+                if (k > 0) {
+                        k = thread_intend(a, t, crec, again, p->cg_now);
+                        if (k < 0)
+                                return k;
+                        act_save_state(a);
+                        r = thread_apply_mask(a, t, crec, again);
+                }
+        }
+        if (r < 0)
+                return thread_action_failed(c, cg, act, p, t, r);
+        thread_action_applied(c, cg, act, p, t, crec);
         return 0;
 }
 
@@ -420,11 +439,10 @@ static bool window_candidate(Actuator *a, const ActCgroup *crec, const ThreadSam
         return !act_hands_off_find(a, crec->name, ts->tid, ts->starttime);
 }
 
-/* Bring the threads of cs in line with crec->window (NULL: none). Two passes
- * so that one state file write covers the intent for all of them. */
-static int window_apply(ActCtx *c, ActCgroup *crec, const CgroupSample *cs, WindowRun *w) {
+/* The first pass: every thread of cs recorded with its intent. 1 if there
+ * is anything to set. */
+static int window_intend(ActCtx *c, ActCgroup *crec, const CgroupSample *cs, const WindowRun *w) {
         Actuator *a = c->a;
-        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
         bool any = false;
         int r;
 
@@ -458,61 +476,120 @@ static int window_apply(ActCtx *c, ActCgroup *crec, const CgroupSample *cs, Wind
                         return r;
                 any = true;
         }
-        if (!any)
+        return any;
+}
+
+/* The second pass, for one thread: its mask within the window. */
+static int window_set_thread(ActCtx *c, ActCgroup *crec, const ThreadSample *ts, WindowRun *w) {
+        Actuator *a = c->a;
+        ActThread *t = actuator_find_thread(a, ts->tid);
+        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
+        bool fresh;
+        int r;
+
+        if (!t || t->starttime != ts->starttime || !t->pending)
                 return 0;
-        act_save_state(a);
+        fresh = t->unapplied;
+        _cleanup_cpuset_ CpuSet before = hwloc_bitmap_dup(t->last_set);
+        r = thread_apply_mask(a, t, crec, t->request);
+        if (r == -EINVAL && t->request)
+                /* Its own mask lies outside the new window: the
+                 * window wins, as a cpuset would. */
+                r = thread_apply_mask(a, t, crec, NULL);
+        if (r == -ESRCH) {
+                actuator_forget_thread(a, ts->tid);
+                return 0;
+        }
+        if (act_is_eperm(r)) {
+                actuator_forget_thread(a, ts->tid);
+                r = act_mark_unmanaged(c, crec->name, ts->tid, ts->starttime, r);
+                if (r < 0)
+                        return r;
+                w->n_failed++;
+                return 0;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "cgroup %s tid %d: cannot apply the cgroup's CPUs", crec->name,
+                                  (int) ts->tid);
+                if (t->unapplied)
+                        actuator_forget_thread(a, ts->tid);
+                w->n_failed++;
+                return 0;
+        }
+        w->n_set++;
+        if (fresh && w->adopt_only)
+                log_struct(LOG_INFO, STEERD_MESSAGE_ACTION,
+                           "cgroup %s tid %d: CPUs %s -> %s, a new thread joins the cgroup's window",
+                           crec->name, (int) ts->tid, cpuset_to_string(before, b1, sizeof(b1)),
+                           cpuset_to_string(t->last_set, b2, sizeof(b2)));
+        if (w->lifting && !t->request)
+                actuator_forget_thread(a, ts->tid); /* given back */
+        return 0;
+}
+
+/* Bring the threads of cs in line with crec->window (NULL: none). Two passes
+ * so that one state file write covers the intent for all of them. */
+static int window_apply(ActCtx *c, ActCgroup *crec, const CgroupSample *cs, WindowRun *w) {
+        int r;
+
+        r = window_intend(c, crec, cs, w);
+        if (r <= 0)
+                return r;
+        act_save_state(c->a);
 
         for (size_t i = 0; i < cs->n_threads; i++) {
-                const ThreadSample *ts = &cs->threads[i];
-                ActThread *t = actuator_find_thread(a, ts->tid);
-                bool fresh;
-
-                if (!t || t->starttime != ts->starttime || !t->pending)
-                        continue;
-                fresh = t->unapplied;
-                _cleanup_cpuset_ CpuSet before = hwloc_bitmap_dup(t->last_set);
-                r = thread_apply_mask(a, t, crec, t->request);
-                if (r == -EINVAL && t->request)
-                        /* Its own mask lies outside the new window: the
-                         * window wins, as a cpuset would. */
-                        r = thread_apply_mask(a, t, crec, NULL);
-                if (r == -ESRCH) {
-                        actuator_forget_thread(a, ts->tid);
-                        continue;
-                }
-                if (act_is_eperm(r)) {
-                        actuator_forget_thread(a, ts->tid);
-                        r = act_mark_unmanaged(c, crec->name, ts->tid, ts->starttime, r);
-                        if (r < 0)
-                                return r;
-                        w->n_failed++;
-                        continue;
-                }
-                if (r < 0) {
-                        log_warning_errno(r, "cgroup %s tid %d: cannot apply the cgroup's CPUs", crec->name,
-                                          (int) ts->tid);
-                        if (t->unapplied)
-                                actuator_forget_thread(a, ts->tid);
-                        w->n_failed++;
-                        continue;
-                }
-                w->n_set++;
-                if (fresh && w->adopt_only)
-                        log_struct(LOG_INFO, STEERD_MESSAGE_ACTION,
-                                   "cgroup %s tid %d: CPUs %s -> %s, a new thread joins the cgroup's window",
-                                   crec->name, (int) ts->tid, cpuset_to_string(before, b1, sizeof(b1)),
-                                   cpuset_to_string(t->last_set, b2, sizeof(b2)));
-                if (w->lifting && !t->request)
-                        actuator_forget_thread(a, ts->tid); /* given back */
+                r = window_set_thread(c, crec, &cs->threads[i], w);
+                if (r < 0)
+                        return r;
         }
         return 0;
+}
+
+/* The cgroup's record at the threads backend's first change. */
+static int threads_record_cgroup(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActCgroup **ret) {
+        ActCgroup fresh = {};
+        int r;
+
+        r = act_cgroup_record(c, cg, cs, ACTUATOR_BACKEND_THREADS, &fresh);
+        if (r < 0)
+                return r;
+        r = actuator_add_owned(c->a, &fresh);
+        if (r < 0) {
+                act_cgroup_done(&fresh);
+                return r;
+        }
+        *ret = actuator_find_owned(c->a, cg->name);
+        return 0;
+}
+
+/* The window was applied (or lifted): logged; a lifted window's record goes. */
+static void threads_window_done(ActCtx *c, const OptedIn *cg, const ActCgroup *crec, const Action *act,
+                                hwloc_const_bitmap_t old_window, const WindowRun *w) {
+        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
+
+        if (w->lifting) {
+                log_struct(LOG_INFO, STEERD_MESSAGE_RESTORE,
+                           "cgroup %s: window %s lifted from %zu threads, given back (threads backend; %s "
+                           "%s: %s)",
+                           cg->name, cpuset_to_string(old_window, b1, sizeof(b1)), w->n_set,
+                           action_policy_to_string(act->policy), action_kind_to_string(act->kind),
+                           act->reason ?: "");
+                /* Threads that left the snapshot keep their records until released. */
+                actuator_forget_owned(c->a, cg->name);
+                return;
+        }
+        log_struct(LOG_INFO, STEERD_MESSAGE_ACTION,
+                   "cgroup %s: CPUs %s -> %s on %zu threads%s (threads backend; %s %s: %s)", cg->name,
+                   cpuset_to_string(old_window ?: crec->original, b1, sizeof(b1)),
+                   cpuset_to_string(crec->window, b2, sizeof(b2)), w->n_set,
+                   w->n_failed > 0 ? ", some failed" : "", action_policy_to_string(act->policy),
+                   action_kind_to_string(act->kind), act->reason ?: "");
 }
 
 int act_apply_cgroup_threads(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActCgroup *crec,
                              const Action *act) {
         Actuator *a = c->a;
-        _cleanup_cpuset_ CpuSet old_window = NULL, orig_on = NULL, cg_now = NULL;
-        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
+        _cleanup_cpuset_ CpuSet old_window = NULL, cg_now = NULL;
         bool full;
         int r;
 
@@ -531,25 +608,18 @@ int act_apply_cgroup_threads(ActCtx *c, const OptedIn *cg, const CgroupSample *c
                 return 0;
         }
         if (!crec) {
-                ActCgroup fresh = {};
-                r = act_cgroup_record(c, cg, cs, ACTUATOR_BACKEND_THREADS, &fresh);
+                r = threads_record_cgroup(c, cg, cs, &crec);
                 if (r < 0)
                         return r;
-                r = actuator_add_owned(a, &fresh);
-                if (r < 0) {
-                        act_cgroup_done(&fresh);
-                        return r;
-                }
-                crec = actuator_find_owned(a, cg->name);
         }
 
-        orig_on = hwloc_bitmap_dup(crec->original);
+        r = act_restore_is_full(c, act, crec->original, &full);
+        if (r < 0)
+                return r;
         cg_now = hwloc_bitmap_dup(cs->cpus ?: crec->original);
-        if (!orig_on || !cg_now)
+        if (!cg_now)
                 return -ENOMEM;
-        act_and_online(c, orig_on);
         act_and_online(c, cg_now);
-        full = act->kind == ACTION_RESTORE && hwloc_bitmap_isincluded(orig_on, act->cpus);
 
         old_window = TAKE_PTR(crec->window);
         if (!full) {
@@ -565,25 +635,8 @@ int act_apply_cgroup_threads(ActCtx *c, const OptedIn *cg, const CgroupSample *c
         r = window_apply(c, crec, cs, &w);
         if (r < 0)
                 return r;
-
         c->rep.applied++;
-        if (full) {
-                log_struct(LOG_INFO, STEERD_MESSAGE_RESTORE,
-                           "cgroup %s: window %s lifted from %zu threads, given back (threads backend; %s "
-                           "%s: %s)",
-                           cg->name, cpuset_to_string(old_window, b1, sizeof(b1)), w.n_set,
-                           action_policy_to_string(act->policy), action_kind_to_string(act->kind),
-                           act->reason ?: "");
-                /* Threads that left the snapshot keep their records until released. */
-                actuator_forget_owned(a, cg->name);
-                return 0;
-        }
-        log_struct(LOG_INFO, STEERD_MESSAGE_ACTION,
-                   "cgroup %s: CPUs %s -> %s on %zu threads%s (threads backend; %s %s: %s)", cg->name,
-                   cpuset_to_string(old_window ?: crec->original, b1, sizeof(b1)),
-                   cpuset_to_string(crec->window, b2, sizeof(b2)), w.n_set,
-                   w.n_failed > 0 ? ", some failed" : "", action_policy_to_string(act->policy),
-                   action_kind_to_string(act->kind), act->reason ?: "");
+        threads_window_done(c, cg, crec, act, old_window, &w);
         return 0;
 }
 
@@ -662,12 +715,48 @@ int act_adopt_thread(Actuator *a, const ActCgroup *crec, pid_t tid) {
 
 /* ---- give back ---- */
 
+/* What the thread has now, if that is still steerd's: what it set last,
+ * what it was about to set when a predecessor died, or (a change that never
+ * happened) the original. 1 with it; 0 when there is nothing to give back
+ * (gone, someone else's: logged); < 0 when it cannot be read (kept). */
+static int thread_still_steerds(const ActCtx *c, const ActThread *t, CpuSet *ret_cur) {
+        _cleanup_cpuset_ CpuSet cur = NULL;
+        char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
+        int r;
+
+        r = act_thread_check_identity(c->a, t->tid, t->starttime);
+        if (r == 0)
+                r = thread_get_affinity(t->tid, &cur);
+        if (r == -ESRCH) {
+                log_debug(
+                        "cgroup %s tid %d: the thread is gone (or the tid was reused); nothing to give back",
+                        t->cgroup, (int) t->tid);
+                return 0;
+        }
+        if (r < 0)
+                return log_warning_errno(r,
+                                         "cgroup %s tid %d: cannot read the thread's mask; kept to be "
+                                         "given back later",
+                                         t->cgroup, (int) t->tid);
+        if (!act_cpuset_equal_on(cur, t->last_set, c->online) &&
+            !(t->pending && act_cpuset_equal_on(cur, t->pending, c->online)) &&
+            !act_cpuset_equal_on(cur, t->original, c->online)) {
+                log_struct(LOG_NOTICE, STEERD_MESSAGE_LET_GO,
+                           "cgroup %s tid %d: CPUs are %s, steerd had set %s: someone else changed them; "
+                           "left as they are",
+                           t->cgroup, (int) t->tid, cpuset_to_string(cur, b1, sizeof(b1)),
+                           cpuset_to_string(t->last_set, b2, sizeof(b2)));
+                return 0;
+        }
+        *ret_cur = TAKE_PTR(cur);
+        return 1;
+}
+
 int act_release_thread(ActCtx *c, ActThread *t) {
         Actuator *a = c->a;
         _cleanup_cpuset_ CpuSet cur = NULL, got = NULL;
         char b1[CPUSET_STRLEN], b2[CPUSET_STRLEN];
         pid_t tid = t->tid;
-        bool exact = !t->original_full;
         int r;
 
         if (!a->live) {
@@ -676,40 +765,15 @@ int act_release_thread(ActCtx *c, ActThread *t) {
                         t->cgroup, (int) tid, a->root->path);
                 return 0;
         }
-        r = act_thread_check_identity(a, tid, t->starttime);
-        if (r == 0)
-                r = thread_get_affinity(tid, &cur);
-        if (r == -ESRCH) {
-                log_debug(
-                        "cgroup %s tid %d: the thread is gone (or the tid was reused); nothing to give back",
-                        t->cgroup, (int) tid);
-                return 0;
-        }
-        if (r < 0)
-                return log_warning_errno(r,
-                                         "cgroup %s tid %d: cannot read the thread's mask; kept to be "
-                                         "given back later",
-                                         t->cgroup, (int) tid);
-        /* Steerd's: what it set last, what it was about to set when a
-         * predecessor died, or (a change that never happened) the original. */
-        if (!act_cpuset_equal_on(cur, t->last_set, c->online) &&
-            !(t->pending && act_cpuset_equal_on(cur, t->pending, c->online)) &&
-            !act_cpuset_equal_on(cur, t->original, c->online)) {
-                log_struct(LOG_NOTICE, STEERD_MESSAGE_LET_GO,
-                           "cgroup %s tid %d: CPUs are %s, steerd had set %s: someone else changed them; "
-                           "left as they are",
-                           t->cgroup, (int) tid, cpuset_to_string(cur, b1, sizeof(b1)),
-                           cpuset_to_string(t->last_set, b2, sizeof(b2)));
-                return 0;
-        }
+        r = thread_still_steerds(c, t, &cur);
+        if (r <= 0)
+                return r;
 
-        if (exact) {
+        if (!t->original_full) {
                 r = thread_set_affinity(tid, t->original);
-                if (r == -EINVAL) {
+                if (r == -EINVAL)
                         /* Nothing of the original is left in the cgroup. */
-                        exact = false;
                         r = thread_set_affinity_all(tid, a->affinity_bytes);
-                }
         } else
                 r = thread_set_affinity_all(tid, a->affinity_bytes);
         if (r >= 0)

@@ -3,6 +3,84 @@
 
 /* The actuator applies plans, records what it owns, and gives it back.
  *
+ * The two ledgers (the contract with the policy engine). The actuator's
+ * ledger (ActThread/ActCgroup, and the state file that mirrors it) is the
+ * truth of what steerd owns on the host and of what it gives back: its
+ * originals are read from the host before steerd's first change (a thread's
+ * sched_getaffinity(), or, for a thread born into steerd's window, the
+ * cgroup's original, into steerd's pin, its creator's; a cgroup's cpuset.cpus
+ * or AllowedCPUs as text, and its effective CPUs), and a give-back writes
+ * those, never a mask the engine computed. A RESTORE action gives back only
+ * when its CPUs cover the recorded original (as far as it is online and, for
+ * a thread, within its cgroup's CPUs); any other RESTORE is applied as an
+ * ordinary change and the record stays.
+ *
+ * The engine keeps originals of its own (CgroupState.orig, ThreadState.orig
+ * in policy-internal.h), only to compute the masks it asks for. It never
+ * reads this ledger; it learns from the snapshots:
+ *   - a cgroup's orig is the snapshot's "cpus" (its effective CPUs) at the
+ *     engine's first set_cgroup_cpus on it; a thread's is, at its first
+ *     set_thread_cpus, its own mask as last seen unnarrowed by a cgroup layer
+ *     of the engine's, else the snapshot's "allowed" of the thread;
+ *   - a cgroup's "allowed" in the snapshot is where this ledger shows
+ *     through: the daemon hands actuator_cgroup_original() (NULL for the
+ *     threads backend, whose cgroup CPUs stay untouched, and when no record
+ *     is kept) to the sampler, which reports (that original, else the
+ *     cgroup's CPUs now) ∩ its parent's effective CPUs ∩ online. The engine
+ *     bounds every mask and restore by it; it is not the engine's orig.
+ * The engine records a layer (and its orig) when it emits the action, not
+ * when it is applied: applied/failed/vanished are not fed back to it. It
+ * forgets an orig when it restores the last layer itself, when the cgroup or
+ * the (tid, starttime) leaves the snapshot, when the daemon starts it afresh
+ * (a mode change between applying and not applying, mode off, a topology
+ * change), and on the one path by which it follows the actuator: every
+ * ActuatorReport.let_go entry of actuator_check_ownership() and
+ * actuator_apply() goes to policy_state_let_go() in the same tick, which
+ * drops the cgroup's layers and orig (tid 0; its threads' layers stay) or the
+ * thread's. A let-go the engine holds nothing for is ignored (e.g. a thread
+ * of a threads-backend window: the layer is the cgroup's). Nothing else is
+ * reported: releases, retries, take-overs and adoptions return no report.
+ *
+ * Divergences, as the code handles them:
+ *   - Someone else changed a mask. actuator_check_ownership() (every tick of
+ *     an applying mode, before the engine decides) compares, on the online
+ *     CPUs, a cpuset/systemd cgroup's cpuset.cpus (where it can be read) with
+ *     the window steerd set, and each recorded thread's sampled affinity with
+ *     what steerd last set (the kernel's composition with a cpuset/systemd
+ *     window is no change). A difference: the record is forgotten without
+ *     restoring, marked hands-off and reported let go, so the engine forgets
+ *     it before it decides. The actuator then refuses the actions on it (a
+ *     cgroup's mark: cgroup-wide actions; a thread's: that thread's),
+ *     counted failed, logged once, not reported, until the cgroup is given
+ *     back without a failure (a thread's mark also goes when the thread
+ *     exits); a layer the engine sets there again is never applied. At a
+ *     give-back, a mask that is no longer steerd's is left alone and its
+ *     record dropped, unreported.
+ *   - A thread vanished (ESRCH, or the tid names another starttime): the
+ *     actuator drops the record (in actuator_apply() counted vanished),
+ *     unreported; the engine drops the thread when its identity leaves the
+ *     snapshot. A thread that moved to another cgroup leaves the engine's
+ *     cgroup but stays in the ledger, given back with the cgroup it was
+ *     recorded for. A cgroup that is gone: its record is dropped and its
+ *     threads given back; the engine drops it when it leaves the snapshot.
+ *   - A give-back failed (bus down, kernel refused): the record is kept, in
+ *     memory and in the state file, and the cgroup put on the retry list
+ *     (actuator_retry(), the stop, else a successor). The engine is not
+ *     told; its state of the cgroup is usually gone anyway (opted out, a
+ *     fresh engine after a mode or topology change). An engine that acts on
+ *     the cgroup again takes steerd's leftover window from the snapshot's
+ *     "cpus" as its orig, while the actuator keeps the record, with its
+ *     backend and true original, and gives that back in the end.
+ *   - A give-back succeeded under a cgroup the engine still sees (its opt-in
+ *     policy or place changed; actuator_retry() gave back a retry-list
+ *     cgroup that is opted in): unreported, so the engine believes in its
+ *     layers until it acts again: a restore then finds nothing held
+ *     ("nothing to do"), a change is recorded afresh.
+ *   - An action failed in actuator_apply() (other than EPERM/EACCES, which
+ *     is a let-go): counted failed; the record keeps what the host has (or
+ *     goes, if it was made for that first change), while the engine has
+ *     already set or dropped its layer.
+ *
  * Ownership (DESIGN.md 5): before its first change to a thread or cgroup it
  * records (tid, starttime, original mask) or (cgroup, original cpuset.cpus);
  * the record is kept in a state file (atomic write + rename, 0600) so that a

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* sched_setaffinity(): thread actions, and the threads backend (a cgroup's
+ * window applied thread by thread, as the kernel would compose a cpuset). */
+
+#include "actuator-ctx.h"
+
+/* A thread action in two steps, so that a run of them shares one write-ahead
+ * save of the state file: prepare records the thread and its intent (go is
+ * false when there is nothing to apply: vanished, refused, nothing held);
+ * finish, after the save, sets the mask, logs and counts. */
+typedef struct ActPrepared {
+        bool go;
+        bool full_restore; /* the original, not act->cpus */
+        pid_t tid;
+        uint64_t starttime;
+        CpuSet cg_now, before;
+} ActPrepared;
+int act_prepare_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, const Action *act,
+                              ActPrepared *ret);
+int act_finish_thread_action(ActCtx *c, const OptedIn *cg, const Action *act, ActPrepared *p);
+void act_prepared_done(ActPrepared *p);
+
+/* A cgroup-wide action of the threads backend. crec NULL: the first change. */
+int act_apply_cgroup_threads(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActCgroup *crec,
+                             const Action *act);
+/* New threads of threads-backend windows, found in the snapshot. */
+int act_adopt_new_threads(ActCtx *c);
+/* One new thread (proc connector): 1 if its mask was changed. */
+int act_adopt_thread(Actuator *a, const ActCgroup *crec, pid_t tid);
+/* Before steerd's first cgroup-wide write (cpuset or systemd backend): a
+ * thread of the cgroup with a mask of its own (narrower than cg_cpus, the
+ * cgroup's CPUs: an operator's taskset) is recorded with that mask as its
+ * original. Kernels before 6.2 reset every task of a cpuset whose CPUs are
+ * written; the record is what sets it again while the window holds and gives
+ * it back after. 1 if recorded. */
+int act_record_own_mask(Actuator *a, const char *cgroup, pid_t tid, uint64_t starttime,
+                        hwloc_const_bitmap_t cg_cpus);
+/* Give a thread its original back if its mask is still steerd's. 1 if it
+ * had a mask of its own (not "every CPU"), to be set once more after its
+ * cgroup's CPUs are given back, 0 when done otherwise (or
+ * nothing to do: gone, someone else's); the caller then forgets it. < 0: the
+ * give-back failed and the caller keeps the record. */
+int act_release_thread(ActCtx *c, ActThread *t);
