@@ -430,6 +430,30 @@ static void test_idle_backoff(void **state) {
         snapshot_free(s);
 }
 
+/* The task list: empty lines are skipped, a line that is not a thread id
+ * is logged and skipped, the last line needs no newline. */
+static void test_task_list_lines(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = two_ticks(f, "--schedstat", "--schedstat");
+        const pid_t expect[] = {FIRST_TID, FIRST_TID + 2, FIRST_TID + 3, FIRST_TID + 5};
+        char text[256];
+
+        snapshot_free(s);
+        snprintf(text, sizeof(text), "\n%d\n\nabc\n%d \n%d\n0\n-4\n99999999999\n\n%d\n%dx\n%d", FIRST_TID,
+                 FIRST_TID + 1, FIRST_TID + 2, FIRST_TID + 3, FIRST_TID + 4, FIRST_TID + 5);
+        gen(f, 2, "--schedstat");
+        test_write_file(f->dir, "/sys/fs/cgroup/cpuset/bench1/tasks", text);
+        assert_int_equal(sampler_sample(f->sampler, 3000000, &f->cg, 1, &s), 0);
+        assert_int_equal(s->n_cgroups, 1);
+        assert_int_equal(s->cgroups[0].n_threads, ELEMENTSOF(expect));
+        for (size_t i = 0; i < ELEMENTSOF(expect); i++) {
+                assert_int_equal(s->cgroups[0].threads[i].tid, expect[i]);
+                assert_true(fabs(s->cgroups[0].threads[i].util -
+                                 cap(thread_util_pct((unsigned) expect[i]))) < 0.01);
+        }
+        snapshot_free(s);
+}
+
 /* ---- live: the descriptors kept open for real threads ---- */
 
 #define V1 "/sys/fs/cgroup/cpuset"
@@ -602,6 +626,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_smoothing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_idle_backoff, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runnable_not_needed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_task_list_lines, setup, teardown),
                 cmocka_unit_test(test_live_kept_fds),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

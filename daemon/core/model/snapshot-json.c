@@ -241,13 +241,111 @@ static int parse_cgroup(const Ctx *x, json_object *o, CgroupSample *c) {
         return 0;
 }
 
+static int parse_source(const Ctx *x, json_object *o, Snapshot *s) {
+        json_object *source = NULL, *v = NULL;
+
+        if (field(x, o, "source", json_type_object, &source) < 0 ||
+            field(x, source, "runnable", json_type_string, &v) < 0)
+                return -EBADMSG;
+        s->source = runnable_source_from_string(json_object_get_string(v));
+        if (s->source < 0)
+                return log_parse_error(x->file, x->line, "unknown runnable source '%s'",
+                                       json_object_get_string(v));
+        if (json_object_object_get_ex(source, "threads_truncated", &v))
+                s->threads_truncated = json_object_get_boolean(v);
+        return 0;
+}
+
+static int parse_llcs(const Ctx *x, json_object *o, Snapshot *s) {
+        json_object *llcs = NULL;
+        size_t n;
+
+        if (array(x, o, "llcs", &llcs, &n) < 0)
+                return -EBADMSG;
+        s->llcs = calloc(MAX(n, (size_t) 1), sizeof(LlcSample));
+        if (!s->llcs)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_object *l = json_object_array_get_idx(llcs, i);
+                LlcSample *ls = &s->llcs[i];
+                int id = 0, weight = 0, nr = 0;
+                s->n_llcs = i + 1;
+                if (get_int(x, l, "id", 0, INT32_MAX, &id) < 0 || get_cpuset(x, l, "cpus", &ls->cpus) < 0 ||
+                    get_int(x, l, "weight", 0, INT32_MAX, &weight) < 0 ||
+                    get_double(x, l, "util", &ls->util) < 0 ||
+                    get_double(x, l, "boosted", &ls->boosted) < 0 ||
+                    get_int(x, l, "nr_idle_scan", 0, INT32_MAX, &nr) < 0 ||
+                    get_bool(x, l, "overloaded", &ls->overloaded) < 0)
+                        return -EBADMSG;
+                if ((size_t) id != i)
+                        return log_parse_error(x->file, x->line,
+                                               "llcs[%zu] has id %d: ids must be 0..n-1 in order", i, id);
+                ls->id = (unsigned) id;
+                ls->weight = (unsigned) weight;
+                ls->nr_idle_scan = (unsigned) nr;
+        }
+        return 0;
+}
+
+/* After the LLCs: a CPU's llc is an index into them. */
+static int parse_cpus(const Ctx *x, json_object *o, Snapshot *s) {
+        json_object *cpus = NULL;
+        size_t n;
+
+        if (array(x, o, "cpus", &cpus, &n) < 0)
+                return -EBADMSG;
+        s->cpus = calloc(MAX(n, (size_t) 1), sizeof(CpuSample));
+        if (!s->cpus)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_object *c = json_object_array_get_idx(cpus, i);
+                CpuSample *cs = &s->cpus[i];
+                int cpu = 0;
+                if (get_int(x, c, "cpu", 0, INT32_MAX, &cpu) < 0 ||
+                    get_int(x, c, "llc", -1, (int) s->n_llcs - 1, &cs->llc) < 0 ||
+                    get_int(x, c, "core", -1, INT32_MAX, &cs->core) < 0 ||
+                    get_bool(x, c, "online", &cs->online) < 0 || get_double(x, c, "util", &cs->util) < 0 ||
+                    get_double(x, c, "runnable", &cs->runnable) < 0 ||
+                    get_double(x, c, "boosted", &cs->boosted) < 0)
+                        return -EBADMSG;
+                cs->cpu = (unsigned) cpu;
+                if (i > 0 && cs->cpu <= s->cpus[i - 1].cpu)
+                        return log_parse_error(x->file, x->line,
+                                               "cpus must be sorted by cpu without duplicates (cpu %d)",
+                                               cpu);
+                s->n_cpus = i + 1;
+        }
+        return 0;
+}
+
+static int parse_cgroups(const Ctx *x, json_object *o, Snapshot *s) {
+        json_object *cgroups = NULL;
+        size_t n;
+        int r;
+
+        /* Optional in --once output of older versions; always in --record. */
+        if (!json_object_object_get_ex(o, "cgroups", &cgroups))
+                return 0;
+        if (array(x, o, "cgroups", &cgroups, &n) < 0)
+                return -EBADMSG;
+        s->cgroups = calloc(MAX(n, (size_t) 1), sizeof(CgroupSample));
+        if (!s->cgroups)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                s->n_cgroups = i + 1;
+                r = parse_cgroup(x, json_object_array_get_idx(cgroups, i), &s->cgroups[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int snapshot_from_json_string(const char *text, const char *file, unsigned line, Snapshot **ret) {
         _cleanup_(snapshot_freep) Snapshot *s = calloc(1, sizeof(Snapshot));
         _cleanup_(json_object_putp) json_object *o = NULL;
-        json_object *v = NULL, *cpus = NULL, *llcs = NULL, *cgroups = NULL, *source = NULL, *psi = NULL;
+        json_object *psi = NULL;
         enum json_tokener_error jerr;
         Ctx x = {file, line};
-        size_t n;
         int r;
 
         if (!s)
@@ -258,85 +356,24 @@ int snapshot_from_json_string(const char *text, const char *file, unsigned line,
         if (!json_object_is_type(o, json_type_object))
                 return log_parse_error(file, line, "not a JSON object");
 
-        if (get_u64(&x, o, "time_us", &s->time_us) < 0 || get_u64(&x, o, "period_us", &s->period_us) < 0 ||
-            field(&x, o, "source", json_type_object, &source) < 0 ||
-            field(&x, source, "runnable", json_type_string, &v) < 0)
+        if (get_u64(&x, o, "time_us", &s->time_us) < 0 || get_u64(&x, o, "period_us", &s->period_us) < 0)
                 return -EBADMSG;
-        s->source = runnable_source_from_string(json_object_get_string(v));
-        if (s->source < 0)
-                return log_parse_error(file, line, "unknown runnable source '%s'",
-                                       json_object_get_string(v));
-        if (json_object_object_get_ex(source, "threads_truncated", &v))
-                s->threads_truncated = json_object_get_boolean(v);
-
-        if (array(&x, o, "llcs", &llcs, &n) < 0)
-                return -EBADMSG;
-        s->llcs = calloc(MAX(n, (size_t) 1), sizeof(LlcSample));
-        if (!s->llcs)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                json_object *l = json_object_array_get_idx(llcs, i);
-                LlcSample *ls = &s->llcs[i];
-                int id = 0, weight = 0, nr = 0;
-                s->n_llcs = i + 1;
-                if (get_int(&x, l, "id", 0, INT32_MAX, &id) < 0 ||
-                    get_cpuset(&x, l, "cpus", &ls->cpus) < 0 ||
-                    get_int(&x, l, "weight", 0, INT32_MAX, &weight) < 0 ||
-                    get_double(&x, l, "util", &ls->util) < 0 ||
-                    get_double(&x, l, "boosted", &ls->boosted) < 0 ||
-                    get_int(&x, l, "nr_idle_scan", 0, INT32_MAX, &nr) < 0 ||
-                    get_bool(&x, l, "overloaded", &ls->overloaded) < 0)
-                        return -EBADMSG;
-                if ((size_t) id != i)
-                        return log_parse_error(file, line,
-                                               "llcs[%zu] has id %d: ids must be 0..n-1 in order", i, id);
-                ls->id = (unsigned) id;
-                ls->weight = (unsigned) weight;
-                ls->nr_idle_scan = (unsigned) nr;
-        }
-
-        if (array(&x, o, "cpus", &cpus, &n) < 0)
-                return -EBADMSG;
-        s->cpus = calloc(MAX(n, (size_t) 1), sizeof(CpuSample));
-        if (!s->cpus)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                json_object *c = json_object_array_get_idx(cpus, i);
-                CpuSample *cs = &s->cpus[i];
-                int cpu = 0;
-                if (get_int(&x, c, "cpu", 0, INT32_MAX, &cpu) < 0 ||
-                    get_int(&x, c, "llc", -1, (int) s->n_llcs - 1, &cs->llc) < 0 ||
-                    get_int(&x, c, "core", -1, INT32_MAX, &cs->core) < 0 ||
-                    get_bool(&x, c, "online", &cs->online) < 0 || get_double(&x, c, "util", &cs->util) < 0 ||
-                    get_double(&x, c, "runnable", &cs->runnable) < 0 ||
-                    get_double(&x, c, "boosted", &cs->boosted) < 0)
-                        return -EBADMSG;
-                cs->cpu = (unsigned) cpu;
-                if (i > 0 && cs->cpu <= s->cpus[i - 1].cpu)
-                        return log_parse_error(
-                                file, line, "cpus must be sorted by cpu without duplicates (cpu %d)", cpu);
-                s->n_cpus = i + 1;
-        }
-
+        r = parse_source(&x, o, s);
+        if (r < 0)
+                return r;
+        r = parse_llcs(&x, o, s);
+        if (r < 0)
+                return r;
+        r = parse_cpus(&x, o, s);
+        if (r < 0)
+                return r;
         if (field(&x, o, "psi", json_type_object, &psi) < 0 ||
             get_double(&x, psi, "some_avg10", &s->psi_some_avg10) < 0 ||
             get_double(&x, psi, "full_avg10", &s->psi_full_avg10) < 0)
                 return -EBADMSG;
-
-        /* Optional in --once output of older versions; always in --record. */
-        if (json_object_object_get_ex(o, "cgroups", &cgroups)) {
-                if (array(&x, o, "cgroups", &cgroups, &n) < 0)
-                        return -EBADMSG;
-                s->cgroups = calloc(MAX(n, (size_t) 1), sizeof(CgroupSample));
-                if (!s->cgroups)
-                        return -ENOMEM;
-                for (size_t i = 0; i < n; i++) {
-                        s->n_cgroups = i + 1;
-                        r = parse_cgroup(&x, json_object_array_get_idx(cgroups, i), &s->cgroups[i]);
-                        if (r < 0)
-                                return r;
-                }
-        }
+        r = parse_cgroups(&x, o, s);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(s);
         return 0;

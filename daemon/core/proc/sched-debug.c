@@ -112,132 +112,162 @@ static int take_key(const char *p, const char *key, uint64_t *dst, bool *seen, c
         return 1;
 }
 
+/* The parser's state between lines. */
+typedef struct Parser {
+        const char *fname;
+        unsigned *reterr_line;
+        unsigned line;
+        Section section;
+        CpuState cur;
+        bool in_cpu;
+        SchedDebugCpu *cpus; /* n_alloc, one per cpu# line */
+        size_t n, n_alloc;
+} Parser;
+
+/* The CPU being read is complete: into the table. */
+static int end_cpu(Parser *x) {
+        int r = finish_cpu(&x->cur, x->fname, x->reterr_line);
+        if (r < 0)
+                return r;
+        assert(x->n < x->n_alloc);
+        x->cpus[x->n++] = x->cur.c;
+        return 0;
+}
+
+/* A line that starts with "cpu#"; q is after it. */
+static int cpu_line(Parser *x, const char *q, bool blank_before) {
+        unsigned id;
+        int r;
+
+        if (parse_cpu_header(q, &id) < 0) {
+                /* Inside a tasks table, that is the tail of a task name with
+                 * a newline; a real header follows the blank line that ends
+                 * the table, and skipping one would lose a CPU. */
+                if (x->section == SECTION_TASKS && !blank_before)
+                        return 0;
+                return proc_parse_error(x->reterr_line, x->fname, x->line, "bad cpu# line");
+        }
+        if (x->in_cpu) {
+                r = end_cpu(x);
+                if (r < 0)
+                        return r;
+        }
+        if (x->n > 0 && id <= x->cpus[x->n - 1].cpu)
+                return proc_parse_error(x->reterr_line, x->fname, x->line, "cpu#%u after cpu#%u", id,
+                                        x->cpus[x->n - 1].cpu);
+        x->cur = (CpuState){.c.cpu = id, .header_line = x->line};
+        x->in_cpu = true;
+        x->section = SECTION_CPU;
+        return 0;
+}
+
+/* Any other line at column 0 opens a section. */
+static int section_line(Parser *x, const char *p) {
+        const char *q = startswith_literal(p, "cfs_rq[");
+        unsigned id;
+        bool root;
+
+        if (!q) {
+                if (startswith_literal(p, "runnable tasks:"))
+                        x->section = SECTION_TASKS;
+                else
+                        x->section = SECTION_OTHER;
+                return 0;
+        }
+        if (parse_cfs_rq_header(q, &id, &root) < 0)
+                return proc_parse_error(x->reterr_line, x->fname, x->line, "bad cfs_rq line");
+        if (!x->in_cpu)
+                return proc_parse_error(x->reterr_line, x->fname, x->line, "cfs_rq before any cpu#");
+        if (id != x->cur.c.cpu)
+                return proc_parse_error(x->reterr_line, x->fname, x->line,
+                                        "cfs_rq[%u] in the section of cpu#%u", id, x->cur.c.cpu);
+        if (root && x->cur.has_root)
+                return proc_parse_error(x->reterr_line, x->fname, x->line, "second root cfs_rq[%u]:/", id);
+        if (root) {
+                x->cur.has_root = true;
+                x->cur.root_line = x->line;
+        }
+        x->section = root ? SECTION_ROOT_CFS : SECTION_OTHER;
+        return 0;
+}
+
+/* An indented line: a key of the section being read, if it is one we read. */
+static int key_line(Parser *x, const char *p) {
+        CpuState *c = &x->cur;
+        uint64_t v;
+        int r;
+
+        if (x->section == SECTION_CPU) {
+                r = take_key(p, "nr_running", &v, &c->has_nr_running, x->fname, x->line, x->reterr_line);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        if (v > UINT_MAX)
+                                return proc_parse_error(x->reterr_line, x->fname, x->line,
+                                                        ".nr_running: value out of range");
+                        c->c.nr_running = (unsigned) v;
+                }
+        } else if (x->section == SECTION_ROOT_CFS) {
+                r = take_key(p, "util_avg", &c->c.util_avg, &c->has_util, x->fname, x->line, x->reterr_line);
+                if (r == 0)
+                        r = take_key(p, "runnable_avg", &c->c.runnable_avg, &c->has_runnable, x->fname,
+                                     x->line, x->reterr_line);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse_line(Parser *x, const char *p, bool blank_before) {
+        const char *q = startswith_literal(p, "cpu#");
+
+        if (q)
+                return cpu_line(x, q, blank_before);
+        if (x->section == SECTION_TASKS || proc_is_eol(*p))
+                return 0;
+        if (!proc_is_blank(*p))
+                return section_line(x, p);
+        return key_line(x, p);
+}
+
 int sched_debug_parse(const char *contents, const char *fname, SchedDebug *ret, unsigned *reterr_line) {
         _cleanup_(freep) SchedDebugCpu *cpus = NULL;
-        Section section = SECTION_OTHER;
-        CpuState cur = {};
-        bool in_cpu = false, prev_blank = false;
-        size_t n = 0, n_alloc;
-        unsigned line = 0;
+        Parser x = {.fname = fname, .reterr_line = reterr_line, .section = SECTION_OTHER};
+        bool prev_blank = false;
         int r;
 
         assert(contents);
         assert(fname);
         assert(ret);
 
-        n_alloc = lines_count_prefix(contents, "cpu#");
-        if (n_alloc > 0) {
-                cpus = calloc(n_alloc, sizeof(SchedDebugCpu));
+        x.n_alloc = lines_count_prefix(contents, "cpu#");
+        if (x.n_alloc > 0) {
+                cpus = calloc(x.n_alloc, sizeof(SchedDebugCpu));
                 if (!cpus)
                         return -ENOMEM;
         }
+        x.cpus = cpus;
 
         FOREACH_LINE(p, eol, contents) {
-                bool blank_before;
-                const char *q;
-                uint64_t v;
+                bool blank_before = prev_blank;
 
-                line++;
-                blank_before = prev_blank;
+                x.line++;
                 prev_blank = p == eol;
-
-                q = startswith_literal(p, "cpu#");
-                if (q) {
-                        unsigned id;
-
-                        if (parse_cpu_header(q, &id) < 0) {
-                                /* Inside a tasks table, that is the tail of a task
-                                 * name with a newline; a real header follows the
-                                 * blank line that ends the table, and skipping one
-                                 * would lose a CPU. */
-                                if (section == SECTION_TASKS && !blank_before)
-                                        continue;
-                                return proc_parse_error(reterr_line, fname, line, "bad cpu# line");
-                        }
-                        if (in_cpu) {
-                                r = finish_cpu(&cur, fname, reterr_line);
-                                if (r < 0)
-                                        return r;
-                                assert(n < n_alloc);
-                                cpus[n++] = cur.c;
-                        }
-                        if (n > 0 && id <= cpus[n - 1].cpu)
-                                return proc_parse_error(reterr_line, fname, line, "cpu#%u after cpu#%u", id,
-                                                        cpus[n - 1].cpu);
-                        cur = (CpuState){.c.cpu = id, .header_line = line};
-                        in_cpu = true;
-                        section = SECTION_CPU;
-                        continue;
-                }
-
-                if (section == SECTION_TASKS || proc_is_eol(*p))
-                        continue;
-
-                if (!proc_is_blank(*p)) {
-                        /* Any line at column 0 opens a section. */
-                        q = startswith_literal(p, "cfs_rq[");
-                        if (q) {
-                                unsigned id;
-                                bool root;
-
-                                if (parse_cfs_rq_header(q, &id, &root) < 0)
-                                        return proc_parse_error(reterr_line, fname, line, "bad cfs_rq line");
-                                if (!in_cpu)
-                                        return proc_parse_error(reterr_line, fname, line,
-                                                                "cfs_rq before any cpu#");
-                                if (id != cur.c.cpu)
-                                        return proc_parse_error(reterr_line, fname, line,
-                                                                "cfs_rq[%u] in the section of cpu#%u", id,
-                                                                cur.c.cpu);
-                                if (root && cur.has_root)
-                                        return proc_parse_error(reterr_line, fname, line,
-                                                                "second root cfs_rq[%u]:/", id);
-                                if (root) {
-                                        cur.has_root = true;
-                                        cur.root_line = line;
-                                }
-                                section = root ? SECTION_ROOT_CFS : SECTION_OTHER;
-                        } else if (startswith_literal(p, "runnable tasks:"))
-                                section = SECTION_TASKS;
-                        else
-                                section = SECTION_OTHER;
-                        continue;
-                }
-
-                if (section == SECTION_CPU) {
-                        r = take_key(p, "nr_running", &v, &cur.has_nr_running, fname, line, reterr_line);
-                        if (r < 0)
-                                return r;
-                        if (r > 0) {
-                                if (v > UINT_MAX)
-                                        return proc_parse_error(reterr_line, fname, line,
-                                                                ".nr_running: value out of range");
-                                cur.c.nr_running = (unsigned) v;
-                        }
-                } else if (section == SECTION_ROOT_CFS) {
-                        r = take_key(p, "util_avg", &cur.c.util_avg, &cur.has_util, fname, line,
-                                     reterr_line);
-                        if (r == 0)
-                                r = take_key(p, "runnable_avg", &cur.c.runnable_avg, &cur.has_runnable,
-                                             fname, line, reterr_line);
-                        if (r < 0)
-                                return r;
-                }
-        }
-
-        if (in_cpu) {
-                r = finish_cpu(&cur, fname, reterr_line);
+                r = parse_line(&x, p, blank_before);
                 if (r < 0)
                         return r;
-                assert(n < n_alloc);
-                cpus[n++] = cur.c;
         }
-        if (n == 0)
+        if (x.in_cpu) {
+                r = end_cpu(&x);
+                if (r < 0)
+                        return r;
+        }
+        if (x.n == 0)
                 return proc_parse_error(reterr_line, fname, 0, "no cpu# sections");
 
         *ret = (SchedDebug){
                 .cpus = TAKE_PTR(cpus),
-                .n_cpus = n,
+                .n_cpus = x.n,
         };
         return 0;
 }
@@ -258,8 +288,6 @@ const SchedDebugCpu *sched_debug_find(const SchedDebug *d, unsigned cpu) {
         SchedDebugCpu key = {.cpu = cpu};
 
         if (!d || d->n_cpus == 0)
-                return NULL;
-        if (d->n_cpus == 0)
                 return NULL;
         return bsearch(&key, d->cpus, d->n_cpus, sizeof(SchedDebugCpu), sched_debug_cpu_cmp);
 }

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Shared by the sampler's files; not part of the API (sampler.h is).
+ *
+ * The files, callers above callees (calls only go down this list):
+ *
+ *   sampler.c           one tick: sampler_new/free/sample, the commit of
+ *                       this tick's counters
+ *   sampler-cgroup.c    an opted-in cgroup: its threads, CPUs, pressure
+ *   sampler-runnable.c  the runnable sources (schedstat, debugfs, threads):
+ *                       the choice, the fallback, the threads scan
+ *   sampler-threads.c   leaf: the per-thread file cache (descriptors kept
+ *                       open, pread(), the idle back-off)
+ *   sampler-cpu.c       leaf: per-CPU util from /proc/stat, its smoothing,
+ *                       the host's PSI
+ *   sampler-llc.c       leaf: the per-LLC figures derived from the CPUs'
+ */
+
+#include <limits.h>
+
+#include "proc-schedstat.h"
+#include "proc-stat.h"
+#include "sampler.h"
+
+/* What we remember of a thread between two ticks, keyed by tid and checked
+ * against starttime so that a reused tid starts afresh. */
+typedef struct ThreadPrev {
+        pid_t tid;
+        uint64_t starttime;
+        uint64_t exec_ns, run_delay_ns;
+        double util, wait; /* smoothed */
+        int processor;
+        uint64_t delta_run_delay_ns; /* this tick's, for the THREADS source */
+        uint64_t nr_migrations;      /* last read of /proc/<tid>/sched */
+        bool have_migrations;        /* it was read for this thread */
+        /* Live root only: stat and schedstat kept open and re-read with
+         * pread(). The descriptors pin the task: once it exits they give
+         * ESRCH, never a reused tid's figures. -1 when not kept. */
+        int stat_fd, schedstat_fd;
+        CpuSet allowed;          /* live: the mask at its last read, NULL */
+        uint64_t read_us;        /* when its files were last read */
+        unsigned interval, skip; /* idle back-off, in ticks */
+        bool fresh;              /* its files were read this tick */
+} ThreadPrev;
+
+/* This tick's threads, built while sampling. */
+typedef struct ThreadTable {
+        ThreadPrev *items;
+        size_t n, alloc;
+} ThreadTable;
+
+typedef struct CpuState {
+        double util, runnable; /* smoothed */
+        double contention;     /* debugfs: runnable_avg - util_avg at its last read */
+        bool primed;           /* smoothed values hold data */
+} CpuState;
+
+struct Sampler {
+        const RootDir *root;
+        const Topology *topo;
+        Settings settings;
+        RunnableSource source;
+
+        bool have_prev;
+        uint64_t prev_time_us;
+        ProcStat prev_stat;
+        ProcSchedstat prev_schedstat;
+
+        CpuState *cpus; /* parallel to topo->cpus */
+
+        ThreadPrev *threads; /* sorted by tid */
+        size_t n_threads;
+        size_t n_kept_fds, max_kept_fds; /* the descriptors of ThreadPrev */
+
+        bool live;                 /* the root is "/": the threads are this host's */
+        bool runnable_needed;      /* false: skip the dear runnable sources */
+        uint64_t n_samples;        /* for the files read only every few ticks */
+        uint64_t debugfs_read_us;  /* when sched/debug was last read */
+        unsigned debugfs_failures; /* malformed reads in a row */
+        uint64_t self_ns;          /* steerd's CPU time at the last sample */
+};
+
+static inline int sampler_read_file(const Sampler *s, const char *path, char **ret) {
+        return rootdir_read_file(s->root, path, ret, NULL);
+}
+
+/* The name of a file in messages: with a root other than /, say which tree. */
+static inline const char *sampler_display(const Sampler *s, const char *path, char *buf, size_t size) {
+        if (streq(s->root->path, "/"))
+                return path;
+        snprintf(buf, size, "%s%s", s->root->path, path);
+        return buf;
+}
+#define DISPLAY(s, path) sampler_display((s), (path), (char[PATH_MAX]){}, PATH_MAX)
+
+static inline bool sampler_vanished(int r) {
+        /* A thread that exits between readdir and open, or while we read. */
+        return r == -ENOENT || r == -ESRCH || r == -ENOTDIR;
+}
+
+/* sampler-threads.c */
+
+/* Read thread tid of process pid through the cache and append it to t.
+ * Returns 0 and sets *ret (NULL if the thread vanished or its files are
+ * malformed: both are logged and skipped, never fatal). */
+int thread_cache_sample(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint64_t now_us, ThreadPrev **ret);
+/* items[0..n) sorted by tid; NULL if tid is not among them. */
+ThreadPrev *thread_cache_find(ThreadPrev *items, size_t n, pid_t tid);
+void thread_table_sort(ThreadTable *t);
+/* Closes what the entries keep open and frees them. */
+void thread_prevs_free(Sampler *s, ThreadPrev *items, size_t n);
+
+/* sampler-runnable.c */
+
+/* The source a new sampler uses: the cheapest the host offers. */
+RunnableSource runnable_probe_source(const RootDir *root);
+
+/* This tick's raw (unsmoothed) runnable of each CPU into run_raw, NAN where
+ * unknown; threads read for the THREADS source are appended to t. Sets
+ * *ret_schedstat (the counters to keep for the next tick), the source the
+ * snapshot names and whether the threads scan hit its bound. */
+int runnable_sample(Sampler *s, ThreadTable *t, uint64_t now_us, uint64_t dt_us, const double *util_raw,
+                    double *run_raw, ProcSchedstat *ret_schedstat, RunnableSource *ret_source,
+                    bool *ret_truncated);
+
+/* sampler-cgroup.c */
+
+/* Every cgroup into snap->cgroups; one that vanished or cannot be read is
+ * left out. t->items[0..n_scanned) are sorted by tid. */
+int cgroups_sample(Sampler *s, const SamplerCgroup *cgroups, size_t n_cgroups, ThreadTable *t,
+                   size_t n_scanned, uint64_t now_us, hwloc_const_bitmap_t online, Snapshot *snap);
+
+/* sampler-cpu.c */
+
+int cpu_read_stat(const Sampler *s, ProcStat *ret);
+/* Raw util of each CPU since the previous tick (NAN where unknown), less
+ * steerd's own CPU time; the CPUs in stat are set in online. */
+void cpu_util_raw(Sampler *s, const ProcStat *stat, uint64_t dt_us, double *util_raw, CpuSet online);
+/* The per-CPU figures into snap->cpus, smoothed over dt_us. */
+int cpu_samples_build(Sampler *s, hwloc_const_bitmap_t online, const double *util_raw, const double *run_raw,
+                      uint64_t dt_us, Snapshot *snap);
+int cpu_read_psi(const Sampler *s, Snapshot *snap);
+
+/* sampler-llc.c */
+
+int llc_samples_build(const Topology *topo, Snapshot *snap);
