@@ -71,8 +71,9 @@ def main():
         if '/CMakeFiles/steerd-' not in d + '/':
             continue
         for f in files:
-            m = re.search(r'CMakeFiles/steerd-(\w+)\.dir/daemon/core/', d + '/')
-            if f.endswith('.c.o') and m and m.group(1) != 'core':  # steerd-core.dir: objects of an older layout
+            m = re.search(r'CMakeFiles/steerd-(\w+)\.dir/(daemon/core/.*)', d + '/')
+            # Objects of files that are gone (an older layout in a reused build dir) do not count.
+            if f.endswith('.c.o') and m and os.path.exists(os.path.join(src, m.group(2), f[:-2])):
                 objs[f[:-4]] = (m.group(1), os.path.join(d, f))
     if len(objs) < 20:
         print(f'FAIL: found only {len(objs)} core objects under {build}: build first')
