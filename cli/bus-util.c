@@ -183,13 +183,14 @@ void cgroup_infos_free(CgroupInfo *c, size_t n) {
                 free(c[i].source);
                 free(c[i].directory);
                 free(c[i].cpus);
+                free(c[i].rule);
         }
         free(c);
 }
 
 static int cgroup_info_append(CgroupInfo **list, size_t *n, const char *name, const char *policy,
-                              const char *source, const char *directory, const char *cpus,
-                              uint32_t threads) {
+                              const char *source, const char *directory, const char *cpus, uint32_t threads,
+                              const char *rule) {
         CgroupInfo *l = reallocarray(*list, *n + 1, sizeof(CgroupInfo));
         CgroupInfo *c;
 
@@ -204,9 +205,10 @@ static int cgroup_info_append(CgroupInfo **list, size_t *n, const char *name, co
                 .directory = strdup(directory),
                 .cpus = strdup(cpus),
                 .threads = threads,
+                .rule = strdup(rule),
         };
         (*n)++; /* counted also when a strdup() failed, so that it is freed */
-        if (!c->name || !c->policy || !c->source || !c->directory || !c->cpus)
+        if (!c->name || !c->policy || !c->source || !c->directory || !c->cpus || !c->rule)
                 return -ENOMEM;
         return 0;
 }
@@ -218,18 +220,29 @@ int bus_list_cgroups(sd_bus *bus, CgroupInfo **ret, size_t *ret_n) {
         size_t n = 0;
         int r;
 
-        r = bus_call(bus, "ListCgroups", &error, &reply, "");
+        /* ListCgroupsEx names the rule; a daemon older than it has ListCgroups. */
+        bool ex = true;
+        r = bus_call(bus, "ListCgroupsEx", &error, &reply, "");
+        if (r < 0 && sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_METHOD)) {
+                sd_bus_error_free(&error);
+                ex = false;
+                r = bus_call(bus, "ListCgroups", &error, &reply, "");
+        }
         if (r < 0)
                 return log_bus_error(r, &error, false, "Failed to list cgroups");
 
-        r = sd_bus_message_enter_container(reply, 'a', "(sssssu)");
+        const char *type = ex ? "(sssssus)" : "(sssssu)";
+        r = sd_bus_message_enter_container(reply, 'a', type);
         if (r >= 0) {
-                const char *name, *policy, *source, *directory, *cpus;
+                const char *name, *policy, *source, *directory, *cpus, *rule = NULL;
                 uint32_t threads;
 
-                while ((r = sd_bus_message_read(reply, "(sssssu)", &name, &policy, &source, &directory,
-                                                &cpus, &threads)) > 0) {
-                        r = cgroup_info_append(&list, &n, name, policy, source, directory, cpus, threads);
+                while ((r = ex ? sd_bus_message_read(reply, type, &name, &policy, &source, &directory, &cpus,
+                                                     &threads, &rule)
+                               : sd_bus_message_read(reply, type, &name, &policy, &source, &directory, &cpus,
+                                                     &threads)) > 0) {
+                        r = cgroup_info_append(&list, &n, name, policy, source, directory, cpus, threads,
+                                               rule ?: name);
                         if (r < 0)
                                 break;
                 }

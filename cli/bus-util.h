@@ -58,6 +58,7 @@ typedef struct CgroupInfo {
         char *directory; /* "" if the cgroup does not exist (now) */
         char *cpus;      /* cpulist, "" if unknown */
         uint32_t threads;
+        char *rule; /* what brought it in: the path itself, a glob, a unit name, or the xattr */
 } CgroupInfo;
 
 void cgroup_infos_free(CgroupInfo *c, size_t n);

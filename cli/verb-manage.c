@@ -28,12 +28,18 @@ static int check_cgroup_path(const char *cgroup) {
                                        "Invalid cgroup: the path is %zu bytes long, at most %d are allowed.",
                                        len, STEERD_BUS_PATH_MAX),
                        EXIT_USAGE;
+        /* A unit name (nginx.service) is checked by steerd, which knows
+         * systemd's rules. */
+        if (cgroup[0] != '/' && !strchr(cgroup, '/') && strchr(cgroup, '.'))
+                return 0;
         if (cgroup[0] != '/')
                 return log_error_errno(
                                EINVAL,
                                "Invalid cgroup '%s': it must be an absolute path, the cgroup's path "
                                "under its hierarchy (e.g. /system.slice/app.service) or its directory "
-                               "(e.g. /sys/fs/cgroup/system.slice/app.service).",
+                               "(e.g. /sys/fs/cgroup/system.slice/app.service), a glob of such paths "
+                               "(e.g. '/system.slice/docker-*.scope'), or a systemd unit name (e.g. "
+                               "nginx.service).",
                                cgroup),
                        EXIT_USAGE;
         for (const char *p = cgroup; *p;) {

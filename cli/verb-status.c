@@ -24,6 +24,7 @@ static int cgroup_to_json(const CgroupInfo *c, json_object **ret) {
         if (!o || json_add(o, "name", json_object_new_string(c->name)) < 0 ||
             json_add(o, "policy", json_object_new_string(c->policy)) < 0 ||
             json_add(o, "source", json_object_new_string(c->source)) < 0 ||
+            json_add(o, "rule", json_object_new_string(c->rule)) < 0 ||
             json_add(o, "directory", json_object_new_string(c->directory)) < 0 ||
             json_add(o, "cpus", json_object_new_string(c->cpus)) < 0 ||
             json_add(o, "threads", json_object_new_int64(c->threads)) < 0)
@@ -164,7 +165,8 @@ int verb_status(int argc, char *argv[], const Args *args) {
 }
 
 int verb_list(int argc, char *argv[], const Args *args) {
-        static const char *const headers[] = {"CGROUP", "POLICY", "SOURCE", "CPUS", "THREADS", "DIRECTORY"};
+        static const char *const headers[] = {"CGROUP", "POLICY",  "SOURCE",   "RULE",
+                                              "CPUS",   "THREADS", "DIRECTORY"};
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(cgroup_list_done) CgroupList list = {};
         _cleanup_(table_freep) Table *t = NULL;
@@ -189,13 +191,14 @@ int verb_list(int argc, char *argv[], const Args *args) {
         r = table_new(ELEMENTSOF(headers), headers, &t);
         if (r < 0)
                 return log_oom();
-        (void) table_set_align_right(t, 4, true);
+        (void) table_set_align_right(t, 5, true);
         for (size_t i = 0; i < list.n; i++) {
                 const CgroupInfo *c = &list.items[i];
                 bool present = *c->directory;
 
                 if (table_add_cell(t, c->name) < 0 || table_add_cell(t, c->policy) < 0 ||
-                    table_add_cell(t, c->source) < 0 || table_add_cell(t, present ? c->cpus : "-") < 0 ||
+                    table_add_cell(t, c->source) < 0 || table_add_cell(t, c->rule) < 0 ||
+                    table_add_cell(t, present ? c->cpus : "-") < 0 ||
                     (present ? table_add_cellf(t, "%" PRIu32, c->threads) : table_add_cell(t, "-")) < 0 ||
                     table_add_cell(t, present ? c->directory : "(not present)") < 0)
                         return log_oom();

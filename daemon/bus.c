@@ -220,11 +220,12 @@ static int check_cgroup_arg(const char *cgroup, sd_bus_error *error) {
         if (n > STEERD_BUS_PATH_MAX)
                 return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
                                          "A cgroup path is at most %d characters", STEERD_BUS_PATH_MAX);
-        if (optin_entry_validate_cgroup(cgroup) < 0)
+        if (optin_rule_kind(cgroup) < 0)
                 return sd_bus_error_setf(
                         error, STEERD_ERROR_INVALID_ARGUMENT,
                         "'%.256s' is not a cgroup: give an absolute path such as /bench1 or "
-                        "/system.slice/app.service, without '.' or '..'",
+                        "/system.slice/app.service (without '.' or '..'), a glob such as "
+                        "/system.slice/docker-*.scope, or a systemd unit name such as nginx.service",
                         cgroup);
         return 0;
 }
@@ -288,15 +289,18 @@ static const CgroupSample *last_sample(const Manager *m, const char *name) {
         return NULL;
 }
 
-static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+/* ListCgroups a(sssssu), and ListCgroupsEx a(sssssus) with the rule that
+ * brought each cgroup in (a new method, so that ListCgroups keeps its
+ * signature for the clients that know it). */
+static int list_cgroups(sd_bus_message *msg, Manager *m, bool with_rule) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = userdata;
+        const char *type = with_rule ? "(sssssus)" : "(sssssu)";
         int r;
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(reply, 'a', "(sssssu)");
+        r = sd_bus_message_open_container(reply, 'a', type);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < m->optins.n; i++) {
@@ -305,9 +309,15 @@ static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error
                 _cleanup_(freep) char *cpus = NULL;
                 if (c && cpuset_format(c->cpus, &cpus) < 0)
                         return -ENOMEM;
-                r = sd_bus_message_append(reply, "(sssssu)", o->name, cgroup_policy_to_string(o->policy),
-                                          optin_source_to_string(o->source), o->loc.dir ?: "", cpus ?: "",
-                                          (uint32_t) (c ? c->n_threads : 0));
+                const char *policy = cgroup_policy_to_string(o->policy),
+                           *src = optin_source_to_string(o->source);
+                uint32_t threads = (uint32_t) (c ? c->n_threads : 0);
+                if (with_rule)
+                        r = sd_bus_message_append(reply, type, o->name, policy, src, o->loc.dir ?: "",
+                                                  cpus ?: "", threads, o->rule);
+                else
+                        r = sd_bus_message_append(reply, type, o->name, policy, src, o->loc.dir ?: "",
+                                                  cpus ?: "", threads);
                 if (r < 0)
                         return r;
         }
@@ -315,6 +325,14 @@ static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return list_cgroups(msg, userdata, /* with_rule= */ false);
+}
+
+static int method_list_cgroups_ex(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return list_cgroups(msg, userdata, /* with_rule= */ true);
 }
 
 static int method_describe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -366,6 +384,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListCgroups", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssu)", cgroups),
                                 method_list_cgroups, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListCgroupsEx", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssus)", cgroups),
+                                method_list_cgroups_ex, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Describe", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json), method_describe,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload,

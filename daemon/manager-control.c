@@ -112,27 +112,45 @@ int manager_reset_mode(Manager *m) {
 }
 
 int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy) {
-        CgroupLocation loc = {};
+        OptInRuleKind kind = optin_rule_kind(cgroup);
         uint64_t now;
         int r;
 
-        r = cgroup_resolve(m->root, &m->mounts, cgroup, &loc);
-        if (r < 0)
-                return r;
-        cgroup_location_done(&loc);
+        if (kind < 0)
+                return -EINVAL;
+        /* A path must name a cgroup that exists; a glob or a unit stands for
+         * cgroups that may come later. */
+        if (kind == OPTIN_RULE_PATH) {
+                CgroupLocation loc = {};
+                r = cgroup_resolve(m->root, &m->mounts, cgroup, &loc);
+                if (r < 0)
+                        return r;
+                cgroup_location_done(&loc);
+        }
         r = runtime_state_opt_in(&m->runtime, cgroup, policy);
         if (r < 0)
                 return r;
         save_runtime(m);
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-        return manager_refresh_optins(m, now, false);
+        return manager_refresh_optins(m, now, kind != OPTIN_RULE_PATH);
+}
+
+static bool has_rule(const OptInEntry *e, size_t n, const char *rule) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(e[i].cgroup, rule))
+                        return true;
+        return false;
 }
 
 int manager_opt_out(Manager *m, const char *cgroup) {
         uint64_t now;
         int r;
 
-        if (!optin_set_find(&m->optins, cgroup))
+        /* An opted-in cgroup, or a rule of steerctl's or the config's (which
+         * then matches nothing until it is opted in again). */
+        if (!optin_set_find(&m->optins, cgroup) &&
+            !has_rule(m->runtime.opt_ins, m->runtime.n_opt_ins, cgroup) &&
+            !has_rule(m->config->opt_ins, m->config->n_opt_ins, cgroup))
                 return -ENOENT;
         r = runtime_state_opt_out(&m->runtime, cgroup);
         if (r < 0)

@@ -246,7 +246,7 @@ static int tick(Manager *m, uint64_t now_us) {
         if (m->mode == MODE_OFF)
                 return 0; /* nothing is sampled: off costs nothing */
 
-        if (now_us - m->xattr_scanned_us >= XATTR_RESCAN_USEC)
+        if (now_us - m->xattr_scanned_us >= m->config->settings.rescan_interval_ms * USEC_PER_MSEC)
                 (void) manager_refresh_optins(m, now_us, true);
         r = tick_cgroups(m, &t);
         if (r < 0)

@@ -294,7 +294,7 @@ Manager *manager_free(Manager *m) {
         plan_free(m->last_plan);
         optin_set_done(&m->optins);
         runtime_state_done(&m->runtime);
-        optin_entries_free(m->xattr_optins, m->n_xattr_optins);
+        optin_scan_done(&m->scan);
         cgroup_mounts_done(&m->mounts);
         config_free(m->config);
         free(m->config_path);

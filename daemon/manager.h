@@ -17,9 +17,6 @@
 #include "sampler.h"
 #include "topology.h"
 
-/* How often the cgroup trees are walked for user.steerd.policy. */
-#define XATTR_RESCAN_USEC (5 * USEC_PER_SEC)
-
 /* Who set the mode in force: the config's Mode= (or its default), or
  * steerctl (SetMode), saved in the runtime state when PersistRuntime=yes. */
 typedef enum ModeSource {
@@ -59,8 +56,7 @@ typedef struct Manager {
         ProcConnector *proc;
 
         CgroupMounts mounts;
-        OptInEntry *xattr_optins;
-        size_t n_xattr_optins;
+        OptInScan scan; /* the last walk: xattrs, and what the glob and unit rules matched */
         uint64_t xattr_scanned_us;
         OptInSet optins;
 
@@ -127,5 +123,7 @@ int manager_describe_json(const Manager *m, char **ret);
 /* Re-read the config; a bad file keeps the running one (and says so). */
 /* On a bad file, ret_error (optional) gets its first error as file:line: reason. */
 int manager_reload(Manager *m, char **ret_error);
-/* Re-resolve the opted-in cgroups; a cgroup that left is given back. */
-int manager_refresh_optins(Manager *m, uint64_t now_us, bool rescan_xattrs);
+/* Re-resolve the opted-in cgroups; a cgroup that left is given back.
+ * rescan_trees: walk the cgroup trees again (xattrs, globs, units), as
+ * every RescanIntervalMs. */
+int manager_refresh_optins(Manager *m, uint64_t now_us, bool rescan_trees);

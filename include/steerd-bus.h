@@ -21,10 +21,16 @@
  *   SetMode(s mode)                      root or polkit org.steerd1.manage
  *   ResetMode() -> b dropped             root or polkit; drops the saved SetMode: the config's
  *                                        Mode= applies (dropped false: there was none)
- *   OptIn(s cgroup, s policy)            root or polkit; policy latency | balanced
- *   OptOut(s cgroup)                     root or polkit; gives the cgroup's CPUs back
+ *   OptIn(s cgroup, s policy)            root or polkit; policy latency | balanced; cgroup is a
+ *                                        path, a glob (/machine.slice/x-*.scope: cgroups that
+ *                                        appear later are taken in at the next rescan) or a
+ *                                        systemd unit name (nginx.service)
+ *   OptOut(s cgroup)                     root or polkit; gives the cgroup's CPUs back; a glob or
+ *                                        unit name opts that rule out (also the config's)
  *   ListCgroups() -> a(sssssu)           everyone: name, policy, source (runtime|config|xattr),
  *                                        directory ("" if it does not exist), current CPUs, threads
+ *   ListCgroupsEx() -> a(sssssus)        the same, and the rule that brought each in: the path
+ *                                        itself, the glob, the unit name, or user.steerd.policy
  *   Describe() -> s                      everyone: JSON {"mode", "snapshot": <DESIGN.md 6 snapshot>,
  *                                        "plan": [<actions with reasons>], "counters": {...}}
  *   Reload()                             root or polkit; a bad config keeps the running one and

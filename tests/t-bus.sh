@@ -119,6 +119,7 @@ cat >"$TMP/steerd.conf" <<EOF
 [Manager]
 Mode=observe
 SamplePeriodMs=100
+RescanIntervalMs=300ms
 EOF
 cp "$TMP/steerd.conf" "$TMP/good.conf"
 DAEMON_ARGS=(--config "$TMP/steerd.conf" --state-dir "$TMP/state" --foreground)
@@ -174,7 +175,7 @@ grep -q 'Counters:.*ticks' <<<"$OUT" || fail "status: no counters: $OUT"
 sctl 0 status --json
 json_check 'j["mode"] == "observe" and j["version"] == "'"$VERSION"'" and j["sample_period_usec"] == 100000'
 json_check 'set(j["counters"]) >= {"ticks", "applied", "kept", "reverted", "restored", "failed", "adopted"}'
-json_check 'isinstance(j["cgroups"], list) and all(set(c) == {"name", "policy", "source", "directory", "cpus", "threads"} for c in j["cgroups"])'
+json_check 'isinstance(j["cgroups"], list) and all(set(c) == {"name", "policy", "source", "rule", "directory", "cpus", "threads"} for c in j["cgroups"])'
 sctl 0 status --json=pretty
 json_check 'j["mode"] == "observe"'
 [ "$(wc -l <"$TMP/out")" -gt 3 ] || fail "--json=pretty is not indented"
@@ -250,8 +251,8 @@ sctl 0 opt-in "/$NAME"
 [ -z "$OUT" ] || fail "opt-in printed '$OUT'"
 sctl 0 opt-in "/$NAME-b" --policy balanced
 sctl 0 list
-grep -Eq '^CGROUP +POLICY +SOURCE +CPUS +THREADS +DIRECTORY' <<<"$OUT" || fail "list: no header: $OUT"
-grep -Eq "^/$NAME +latency +runtime .* $CGROOT/$NAME\$" <<<"$OUT" || fail "list: /$NAME missing: $OUT"
+grep -Eq '^CGROUP +POLICY +SOURCE +RULE +CPUS +THREADS +DIRECTORY' <<<"$OUT" || fail "list: no header: $OUT"
+grep -Eq "^/$NAME +latency +runtime +/$NAME .* $CGROOT/$NAME\$" <<<"$OUT" || fail "list: /$NAME missing: $OUT"
 grep -Eq "^/$NAME-b +balanced +runtime " <<<"$OUT" || fail "list: /$NAME-b missing: $OUT"
 N=$(sed -n '2,/^$/p' <<<"$OUT" | grep -c '^/')
 grep -Eq "^$N cgroups? listed\.\$" <<<"$OUT" || fail "list: no legend '$N cgroups listed.': $OUT"
@@ -278,6 +279,60 @@ grep -q "Failed to opt out /$NAME: " <<<"$ERR" || fail "second opt-out: $ERR"
 sctl 0 opt-in "/$NAME" # kept for the checks below
 LIST=$(list_now)
 echo "opt-in, opt-out, list: ok"
+
+# ---- rules: a glob and a unit name take in cgroups that appear later ----
+# rule_has RULE CGROUPS: within 3 s (RescanIntervalMs=300ms), list --json
+# shows exactly CGROUPS brought in by RULE ("": RULE matches nothing).
+rule_has() {
+        local got
+        for _ in $(seq 30); do
+                got=$("$STEERCTL" list --json 2>/dev/null | python3 -c '
+import json, sys
+print(" ".join(sorted(c["name"] for c in json.load(sys.stdin) if c["rule"] == sys.argv[1])))' "$1")
+                [ "$got" = "$2" ] && return 0
+                sleep 0.1
+        done
+        fail "rule $1: list shows '$got', expected '$2'"
+}
+sctl 0 opt-in "/$NAME-g*" --policy balanced
+rule_has "/$NAME-g*" ""
+for g in g1 g2; do
+        mkdir "$CGROOT/$NAME-$g" || fail "cannot create $CGROOT/$NAME-$g"
+        CGROUPS+=("$CGROOT/$NAME-$g")
+        if [ "$CGROOT" = "$CPUSET" ]; then
+                cat "$CPUSET/cpuset.mems" >"$CGROOT/$NAME-$g/cpuset.mems"
+                cat "$CPUSET/cpuset.cpus" >"$CGROOT/$NAME-$g/cpuset.cpus"
+        fi
+done
+rule_has "/$NAME-g*" "/$NAME-g1 /$NAME-g2"
+sctl 0 list
+grep -Eq "^/$NAME-g1 +balanced +runtime +/$NAME-g\* " <<<"$OUT" || fail "list does not name the glob: $OUT"
+grep -qF "Cgroup /$NAME-g1 ($CGROOT/$NAME-g1): opted in with policy balanced (runtime, rule /$NAME-g*)" "$TMP/steerd.log" ||
+        fail "the journal does not say which rule took /$NAME-g1 in"
+rmdir "$CGROOT/$NAME-g1"
+rule_has "/$NAME-g*" "/$NAME-g2"
+grep -qF "Cgroup /$NAME-g1: gone, or no longer matched by its rule; forgotten" "$TMP/steerd.log" ||
+        fail "no line for the vanished match"
+sctl 0 opt-out "/$NAME-g*"
+rule_has "/$NAME-g*" ""
+sctl 4 opt-out "/$NAME-g*"
+if [ -n "$CG2" ]; then
+        # No systemd here: a unit is found by its cgroup's name on cgroup2.
+        UNIT="steerd-t$$.service"
+        sctl 0 opt-in "$UNIT"
+        rule_has "$UNIT" ""
+        mkdir "$CG2/$UNIT" || fail "cannot create $CG2/$UNIT"
+        CGROUPS+=("$CG2/$UNIT")
+        rule_has "$UNIT" "/$UNIT"
+        sctl 0 opt-out "$UNIT"
+        rule_has "$UNIT" ""
+fi
+sctl 2 opt-in "nginx"
+sctl 2 opt-in "getty@.service"
+sctl 2 opt-in "/$NAME/../*"
+[ "$(list_now)" = "$LIST" ] || fail "the rule checks changed the opt-ins: $(list_now) vs $LIST"
+echo "rules: a glob and a unit take in what appears, forget what goes, name themselves in list: ok"
+
 
 # ---- top ----
 for _ in $(seq 50); do
@@ -351,6 +406,7 @@ want_methods = {
     "OptIn": (("s", "s"), ()),
     "OptOut": (("s",), ()),
     "ListCgroups": ((), ("a(sssssu)",)),
+    "ListCgroupsEx": ((), ("a(sssssus)",)),
     "Describe": ((), ("s",)),
     "Reload": ((), ()),
 }

@@ -50,10 +50,17 @@ static void test_full_file_and_dropins(void **state) {
                              "StickyScope=cpu\n"
                              "[OptIn]\n"
                              "/bench1=latency\n"
-                             "/system.slice/app.service=balanced\n");
+                             "/system.slice/app.service=balanced\n"
+                             "/system.slice/docker-*.scope=latency\n"
+                             "/kubepods.slice/**/cri-containerd-*.scope=latency\n"
+                             "nginx.service=balanced\n"
+                             "[Manager]\n"
+                             "RescanIntervalMs=1s\n");
         test_write_file(dir, "steerd.conf.d/10-a.conf",
                         "[Manager]\nMode=balanced\n[OptIn]\n/bench1=balanced\n");
-        test_write_file(dir, "steerd.conf.d/20-b.conf", "[Policy]\nWindowHeadroom=0.1\n");
+        test_write_file(dir, "steerd.conf.d/20-b.conf",
+                        "[Policy]\nWindowHeadroom=0.1\n[OptIn]\nnginx.service=latency\n[Manager]"
+                        "\nRescanIntervalMs=2s\n");
         test_write_file(dir, "steerd.conf.d/ignored.txt", "garbage that is not read\n");
         Config *c = NULL;
 
@@ -64,10 +71,16 @@ static void test_full_file_and_dropins(void **state) {
         assert_true(c->settings.window_headroom == 0.1);
         assert_true(c->settings.sticky_idle_percent == 3.5);
         assert_int_equal(c->settings.sticky_scope, STICKY_SCOPE_CPU);
-        assert_int_equal(c->n_opt_ins, 2);
+        assert_int_equal(c->n_opt_ins, 5);
         assert_string_equal(c->opt_ins[0].cgroup, "/bench1");
         assert_int_equal(c->opt_ins[0].policy, CGROUP_POLICY_BALANCED);
         assert_int_equal(c->opt_ins[1].policy, CGROUP_POLICY_BALANCED);
+        /* Globs and unit names are rules, kept as written; a drop-in overrides one too. */
+        assert_string_equal(c->opt_ins[2].cgroup, "/system.slice/docker-*.scope");
+        assert_string_equal(c->opt_ins[3].cgroup, "/kubepods.slice/**/cri-containerd-*.scope");
+        assert_string_equal(c->opt_ins[4].cgroup, "nginx.service");
+        assert_int_equal(c->opt_ins[4].policy, CGROUP_POLICY_LATENCY);
+        assert_int_equal(c->settings.rescan_interval_ms, 2000);
         config_free(c);
         free(p);
         test_rm_rf(dir);
@@ -89,6 +102,10 @@ static void test_bad_files(void **state) {
                 {"[Policy]\nStickyIdlePercent=-1\n", "negative"},
                 {"[Policy]\nWindowHeadroom=\n", "empty"},
                 {"[OptIn]\nrelative/path=latency\n", "relative cgroup"},
+                {"[OptIn]\nnginx=latency\n", "a name that is no unit"},
+                {"[OptIn]\ngetty@.service=latency\n", "a template unit"},
+                {"[OptIn]\n/a/../b*=latency\n", "dot-dot in a glob"},
+                {"[Manager]\nRescanIntervalMs=10ms\n", "rescan below range"},
                 {"[OptIn]\n/a/../b=latency\n", "dot-dot"},
                 {"[OptIn]\n/a=fast\n", "unknown policy"},
                 {"[Manager]\nthis line has no equals sign\n", "syntax"},

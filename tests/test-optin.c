@@ -65,7 +65,13 @@ static void test_xattr_scan_and_precedence(void **state) {
                                {.cgroup = (char *) "/deep/a/b", .policy = CGROUP_POLICY_BALANCED},
                                {.cgroup = (char *) "/missing", .policy = CGROUP_POLICY_LATENCY}};
         OptInSet set = {};
-        assert_int_equal(optin_set_build(root, &m, runtime, 1, config, 3, x, nx, &set), 0);
+        OptInScan scan = {.xattr = x, .n_xattr = nx};
+        OptInCandidate *c = NULL;
+        size_t nc = 0;
+        assert_int_equal(optin_candidates(&scan, runtime, 1, config, 3, &c, &nc), 0);
+        assert_int_equal(nc, 1 + 3 + nx);
+        assert_int_equal(optin_set_build(root, &m, c, nc, &set), 0);
+        free(c);
         assert_int_equal(set.n, 4);
 
         const OptIn *o = optin_set_find(&set, "/bench2");
@@ -90,6 +96,141 @@ static void test_xattr_scan_and_precedence(void **state) {
 
         optin_set_done(&set);
         optin_entries_free(x, nx);
+        cgroup_mounts_done(&m);
+        rootdir_free(root);
+        test_rm_rf(dir);
+        free(dir);
+}
+
+static void test_rule_kinds_and_globs(void **state) {
+        assert_int_equal(optin_rule_kind("/bench1"), OPTIN_RULE_PATH);
+        assert_int_equal(optin_rule_kind("/sys/fs/cgroup/cpuset/bench1"), OPTIN_RULE_PATH);
+        assert_int_equal(optin_rule_kind("/system.slice/docker-*.scope"), OPTIN_RULE_GLOB);
+        assert_int_equal(optin_rule_kind("/kubepods.slice/**/cri-containerd-*.scope"), OPTIN_RULE_GLOB);
+        assert_int_equal(optin_rule_kind("/machine.slice/vm-[0-9]?"), OPTIN_RULE_GLOB);
+        assert_int_equal(optin_rule_kind("nginx.service"), OPTIN_RULE_UNIT);
+        assert_int_equal(optin_rule_kind("run-r1b2.scope"), OPTIN_RULE_UNIT);
+        assert_int_equal(optin_rule_kind("user-1000.slice"), OPTIN_RULE_UNIT);
+        assert_int_equal(optin_rule_kind("getty@tty1.service"), OPTIN_RULE_UNIT);
+        assert_int_equal(optin_rule_kind("getty@.service"), -EINVAL); /* a template has no cgroup */
+        assert_int_equal(optin_rule_kind("nginx"), -EINVAL);
+        assert_int_equal(optin_rule_kind("nginx.timer"), -EINVAL); /* no cgroup of its own */
+        assert_int_equal(optin_rule_kind("../x.service"), -EINVAL);
+        assert_int_equal(optin_rule_kind("/a/../b*"), -EINVAL);
+        assert_int_equal(optin_rule_kind("/a/*\n"), -EINVAL);
+        assert_int_equal(optin_rule_kind(""), -EINVAL);
+        assert_int_equal(optin_rule_kind(NULL), -EINVAL);
+
+        assert_true(optin_glob_match("/system.slice/docker-*.scope", "/system.slice/docker-abc.scope"));
+        assert_false(optin_glob_match("/system.slice/docker-*.scope", "/system.slice/docker-abc.service"));
+        assert_false(optin_glob_match("/system.slice/docker-*.scope", "/system.slice/x/docker-abc.scope"));
+        assert_true(optin_glob_match("/machine.slice/*", "/machine.slice/vm1"));
+        assert_false(optin_glob_match("/machine.slice/*", "/machine.slice")); /* the parent is not a child */
+        assert_false(optin_glob_match("/machine.slice/*", "/machine.slice/vm1/sub"));
+        const char *k8s = "/kubepods.slice/**/cri-containerd-*.scope";
+        assert_true(optin_glob_match(k8s, "/kubepods.slice/cri-containerd-1.scope")); /* ** = none */
+        assert_true(
+                optin_glob_match(k8s, "/kubepods.slice/kubepods-burstable.slice/cri-containerd-1.scope"));
+        assert_true(optin_glob_match(k8s, "/kubepods.slice/a.slice/b.slice/cri-containerd-2.scope"));
+        assert_false(optin_glob_match(k8s, "/kubepods.slice/a.slice/cri-containerd-2.scope/sub"));
+        assert_false(optin_glob_match(k8s, "/system.slice/cri-containerd-1.scope"));
+        assert_true(optin_glob_match("/bench/**", "/bench/a/b/c"));
+        assert_false(optin_glob_match("/bench/**", "/benchx/a"));
+        assert_true(optin_glob_match("/b?nch[0-9]", "/bench7"));
+        assert_false(optin_glob_match("/b?nch[0-9]", "/bench"));
+        assert_false(optin_glob_match("/*", "/"));
+        assert_false(optin_glob_match("bench*", "/bench1")); /* a glob is absolute */
+        assert_true(optin_glob_match("/sys/fs/cgroup/cpuset/g*", "/sys/fs/cgroup/cpuset/g12"));
+}
+
+/* Globs and units match cgroups that appear later: each walk finds what
+ * exists now. An explicit path beats a glob, runtime beats config, config
+ * beats xattr; a unit is found by its cgroup's name on cgroup2 (no systemd
+ * here to ask). */
+static void test_glob_and_unit_rules(void **state) {
+        char *dir = make_tree();
+        RootDir *root = NULL;
+        CgroupMounts m = {};
+        OptInScan scan = {};
+
+        test_write_file(dir, "/sys/fs/cgroup/unified/system.slice/docker-aa.scope/cgroup.threads", "");
+        test_write_file(dir, "/sys/fs/cgroup/unified/system.slice/docker-bb.scope/cgroup.threads", "");
+        test_write_file(dir, "/sys/fs/cgroup/unified/system.slice/nginx.service/cgroup.threads", "");
+        test_write_file(dir, "/sys/fs/cgroup/unified/kubepods.slice/kp-b.slice/cri-containerd-1.scope/x",
+                        "");
+        test_write_file(dir, "/sys/fs/cgroup/cpuset/nginx.service/cpuset.cpus",
+                        "0-3\n"); /* v1: not a unit */
+        assert_int_equal(rootdir_open(dir, &root), 0);
+        assert_int_equal(cgroup_mounts_read(root, &m), 0);
+
+        const char *rules[] = {"/system.slice/docker-*.scope",
+                               "nginx.service",
+                               "/bench*",
+                               "/kubepods.slice/**/cri-containerd-*.scope",
+                               "/bench1",
+                               "gone.service"};
+        assert_int_equal(optin_scan(root, &m, 16, rules, ELEMENTSOF(rules), &scan), 0);
+        const OptInMatch *x = optin_scan_find(&scan, "/system.slice/docker-*.scope");
+        assert_non_null(x);
+        assert_string_equal(x[0].cgroup, "/system.slice/docker-aa.scope");
+        assert_string_equal(x[1].cgroup, "/system.slice/docker-bb.scope");
+        x = optin_scan_find(&scan, "nginx.service");
+        assert_non_null(x);
+        assert_string_equal(x->cgroup, "/system.slice/nginx.service");
+        assert_true(x + 1 == scan.matches + scan.n_matches || !streq(x[1].rule, "nginx.service"));
+        x = optin_scan_find(&scan, "/kubepods.slice/**/cri-containerd-*.scope");
+        assert_string_equal(x->cgroup, "/kubepods.slice/kp-b.slice/cri-containerd-1.scope");
+        assert_null(optin_scan_find(&scan, "/bench1")); /* a path rule is no pattern */
+        assert_null(optin_scan_find(&scan, "gone.service"));
+        assert_int_equal(scan.n_matches, 2 + 1 + 2 + 1); /* /bench* in v1: bench1, bench2 */
+        /* systemd's answer for a unit joins the walk's. */
+        assert_int_equal(optin_scan_add_match(&scan, "gone.service", "/system.slice/gone.service"), 0);
+        assert_string_equal(optin_scan_find(&scan, "gone.service")->cgroup, "/system.slice/gone.service");
+
+        OptInEntry runtime[] = {{.cgroup = (char *) "/bench*", .policy = CGROUP_POLICY_BALANCED}};
+        OptInEntry config[] = {
+                {.cgroup = (char *) "/system.slice/docker-*.scope", .policy = CGROUP_POLICY_BALANCED},
+                {.cgroup = (char *) "/system.slice/docker-bb.scope", .policy = CGROUP_POLICY_LATENCY},
+                {.cgroup = (char *) "/bench1", .policy = CGROUP_POLICY_LATENCY},
+                {.cgroup = (char *) "nginx.service", .policy = CGROUP_POLICY_LATENCY}};
+        OptInCandidate *c = NULL;
+        size_t nc = 0;
+        OptInSet set = {};
+        assert_int_equal(optin_candidates(&scan, runtime, 1, config, 4, &c, &nc), 0);
+        assert_int_equal(optin_set_build(root, &m, c, nc, &set), 0);
+        free(c);
+
+        const OptIn *o = optin_set_find(&set, "/system.slice/docker-aa.scope");
+        assert_non_null(o);
+        assert_int_equal(o->policy, CGROUP_POLICY_BALANCED);
+        assert_string_equal(o->rule, "/system.slice/docker-*.scope");
+        assert_true(o->loc.v2);
+        o = optin_set_find(&set, "/system.slice/docker-bb.scope");
+        assert_int_equal(o->policy, CGROUP_POLICY_LATENCY); /* the explicit path beats the glob */
+        assert_string_equal(o->rule, "/system.slice/docker-bb.scope");
+        o = optin_set_find(&set, "/bench1");
+        assert_int_equal(o->source, OPTIN_SOURCE_RUNTIME); /* a runtime glob beats a config path */
+        assert_string_equal(o->rule, "/bench*");
+        o = optin_set_find(&set, "/system.slice/nginx.service");
+        assert_string_equal(o->rule, "nginx.service");
+        assert_string_equal(o->loc.dir, "/sys/fs/cgroup/unified/system.slice/nginx.service");
+        assert_null(optin_set_find(&set, "nginx.service"));
+        assert_int_equal(set.n, 2 + 2 + 1);
+        optin_set_done(&set);
+        optin_scan_done(&scan);
+
+        /* The next walk after a container left and another came. */
+        char *p = NULL;
+        assert_true(asprintf(&p, "%s/sys/fs/cgroup/unified/system.slice/docker-aa.scope", dir) > 0);
+        test_rm_rf(p);
+        free(p);
+        test_write_file(dir, "/sys/fs/cgroup/unified/system.slice/docker-cc.scope/cgroup.threads", "");
+        assert_int_equal(optin_scan(root, &m, 16, rules, 1, &scan), 0);
+        assert_int_equal(scan.n_matches, 2);
+        assert_string_equal(scan.matches[0].cgroup, "/system.slice/docker-bb.scope");
+        assert_string_equal(scan.matches[1].cgroup, "/system.slice/docker-cc.scope");
+        optin_scan_done(&scan);
+
         cgroup_mounts_done(&m);
         rootdir_free(root);
         test_rm_rf(dir);
@@ -160,6 +301,15 @@ static void test_runtime_state(void **state) {
                         "{\"opt_ins\": [{\"cgroup\": \"../etc\", \"policy\": \"latency\"}]}");
         assert_int_equal(runtime_state_load(path, &back), 0);
         assert_int_equal(back.n_opt_ins, 0);
+        /* Rules survive a restart as written. */
+        test_write_file(dir, "runtime.json",
+                        "{\"opt_ins\": [{\"cgroup\": \"/machine.slice/*\", \"policy\": \"balanced\"},"
+                        " {\"cgroup\": \"nginx.service\", \"policy\": \"latency\"}]}");
+        assert_int_equal(runtime_state_load(path, &back), 0);
+        assert_int_equal(back.n_opt_ins, 2);
+        assert_string_equal(back.opt_ins[0].cgroup, "/machine.slice/*");
+        assert_string_equal(back.opt_ins[1].cgroup, "nginx.service");
+        runtime_state_done(&back);
 
         free(path);
         test_rm_rf(dir);
@@ -169,6 +319,8 @@ static void test_runtime_state(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_xattr_scan_and_precedence),
+                cmocka_unit_test(test_rule_kinds_and_globs),
+                cmocka_unit_test(test_glob_and_unit_rules),
                 cmocka_unit_test(test_resolve_absolute),
                 cmocka_unit_test(test_runtime_state),
         };

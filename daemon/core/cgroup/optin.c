@@ -17,6 +17,7 @@ DEFINE_STRING_TABLE_LOOKUP_TO_STRING(optin_source, OptInSource, _OPTIN_SOURCE_MA
 void optin_set_done(OptInSet *s) {
         for (size_t i = 0; i < s->n; i++) {
                 free(s->items[i].name);
+                free(s->items[i].rule);
                 cgroup_location_done(&s->items[i].loc);
         }
         free(s->items);
@@ -33,10 +34,15 @@ const OptIn *optin_set_find(const OptInSet *s, const char *name) {
 }
 
 typedef struct Scan {
-        const RootDir *root;
         OptInEntry *items;
         size_t n, alloc;
+        OptInMatch *matches;
+        size_t n_matches, alloc_matches;
+        const char *const *rules;
+        const OptInRuleKind *kinds;
+        size_t n_rules;
         unsigned max_depth;
+        bool v2; /* walking the cgroup2 tree: the one systemd names after its units */
 } Scan;
 
 static int scan_push(Scan *s, const char *name, CgroupPolicy p) {
@@ -45,7 +51,7 @@ static int scan_push(Scan *s, const char *name, CgroupPolicy p) {
                         return 0; /* the same path in v2 and v1: the first (v2) wins */
         if (s->n == s->alloc) {
                 size_t n = s->alloc ? s->alloc * 2 : 16;
-                OptInEntry *e = realloc(s->items, n * sizeof(*e));
+                OptInEntry *e = reallocarray(s->items, n, sizeof(*e));
                 if (!e)
                         return -ENOMEM;
                 s->items = e;
@@ -58,25 +64,70 @@ static int scan_push(Scan *s, const char *name, CgroupPolicy p) {
         return 0;
 }
 
-/* dirfd: an open directory; rel: its path under the mount ("" = the mount). */
-static int scan_dir(Scan *s, int dirfd, const char *rel, const char *shown, unsigned depth) {
+static int scan_push_match(Scan *s, const char *cgroup, const char *rule) {
+        for (size_t i = 0; i < s->n_matches; i++)
+                if (streq(s->matches[i].rule, rule) && streq(s->matches[i].cgroup, cgroup))
+                        return 0; /* the same path in v2 and v1: one match */
+        if (s->n_matches == s->alloc_matches) {
+                size_t n = s->alloc_matches ? s->alloc_matches * 2 : 16;
+                OptInMatch *e = reallocarray(s->matches, n, sizeof(*e));
+                if (!e)
+                        return -ENOMEM;
+                s->matches = e;
+                s->alloc_matches = n;
+        }
+        OptInMatch *x = &s->matches[s->n_matches];
+        *x = (OptInMatch){.rule = strdup(rule), .cgroup = strdup(cgroup)};
+        if (!x->rule || !x->cgroup) {
+                free(x->rule);
+                free(x->cgroup);
+                return -ENOMEM;
+        }
+        s->n_matches++;
+        return 0;
+}
+
+static int scan_xattr(Scan *s, int dirfd, const char *rel, const char *shown) {
         char value[64];
         ssize_t n = fgetxattr(dirfd, STEERD_XATTR, value, sizeof(value) - 1);
-        if (n >= 0) {
-                value[n] = '\0';
-                /* Tools often store a trailing newline. */
-                while (n > 0 && (value[n - 1] == '\n' || value[n - 1] == ' '))
-                        value[--n] = '\0';
-                CgroupPolicy p = cgroup_policy_from_string(value);
-                if (p < 0)
-                        log_warning("%s: %s='%s' is not a policy (latency, balanced); ignored", shown,
-                                    STEERD_XATTR, value);
-                else {
-                        int r = scan_push(s, *rel ? rel : "/", p);
+        if (n < 0)
+                return 0;
+        value[n] = '\0';
+        /* Tools often store a trailing newline. */
+        while (n > 0 && (value[n - 1] == '\n' || value[n - 1] == ' '))
+                value[--n] = '\0';
+        CgroupPolicy p = cgroup_policy_from_string(value);
+        if (p < 0) {
+                log_warning("%s: %s='%s' is not a policy (latency, balanced); ignored", shown, STEERD_XATTR,
+                            value);
+                return 0;
+        }
+        return scan_push(s, *rel ? rel : "/", p);
+}
+
+/* rel: the path under the mount ("" = the mount), shown: the absolute one. */
+static int scan_rules(Scan *s, const char *rel, const char *shown) {
+        const char *path = *rel ? rel : "/", *base = strrchr(path, '/') + 1;
+
+        for (size_t i = 0; i < s->n_rules; i++) {
+                bool hit =
+                        s->kinds[i] == OPTIN_RULE_GLOB
+                                ? optin_glob_match(s->rules[i], path) || optin_glob_match(s->rules[i], shown)
+                                : s->kinds[i] == OPTIN_RULE_UNIT && s->v2 && streq(base, s->rules[i]);
+                if (hit) {
+                        int r = scan_push_match(s, path, s->rules[i]);
                         if (r < 0)
                                 return r;
                 }
         }
+        return 0;
+}
+
+static int scan_dir(Scan *s, int dirfd, const char *rel, const char *shown, unsigned depth) {
+        int r;
+
+        if ((r = scan_xattr(s, dirfd, rel, shown)) < 0 || (r = scan_rules(s, rel, shown)) < 0)
+                return r;
         if (depth >= s->max_depth)
                 return 0;
 
@@ -100,81 +151,202 @@ static int scan_dir(Scan *s, int dirfd, const char *rel, const char *shown, unsi
                 if (asprintf(&subrel, "%s/%s", rel, de->d_name) < 0 ||
                     asprintf(&subshown, "%s/%s", shown, de->d_name) < 0)
                         return -ENOMEM;
-                int r = scan_dir(s, sub, subrel, subshown, depth + 1);
+                r = scan_dir(s, sub, subrel, subshown, depth + 1);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-int optin_scan_xattrs(const RootDir *root, const CgroupMounts *m, unsigned max_depth, OptInEntry **ret,
-                      size_t *ret_n) {
-        Scan s = {.root = root, .max_depth = max_depth};
-        const char *const mounts[] = {m->v2, m->v1_cpuset};
+static int cmp_match(const void *a, const void *b) {
+        const OptInMatch *x = a, *y = b;
+        int c = strcmp(x->rule, y->rule);
+        return c != 0 ? c : strcmp(x->cgroup, y->cgroup);
+}
 
-        for (size_t i = 0; i < ELEMENTSOF(mounts); i++) {
+void optin_scan_done(OptInScan *s) {
+        optin_entries_free(s->xattr, s->n_xattr);
+        for (size_t i = 0; i < s->n_matches; i++) {
+                free(s->matches[i].rule);
+                free(s->matches[i].cgroup);
+        }
+        free(s->matches);
+        *s = (OptInScan){};
+}
+
+int optin_scan(const RootDir *root, const CgroupMounts *m, unsigned max_depth, const char *const *rules,
+               size_t n_rules, OptInScan *ret) {
+        _cleanup_(freep) OptInRuleKind *kinds = calloc(n_rules + 1, sizeof(OptInRuleKind));
+        const char *const mounts[] = {m->v2, m->v1_cpuset};
+        Scan s = {.rules = rules, .n_rules = n_rules, .max_depth = max_depth};
+        int r = 0;
+
+        if (!kinds)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_rules; i++)
+                kinds[i] = optin_rule_kind(rules[i]);
+        s.kinds = kinds;
+        for (size_t i = 0; i < ELEMENTSOF(mounts) && r >= 0; i++) {
                 if (!mounts[i])
                         continue;
                 _cleanup_(closep) int fd = -EBADF;
                 if (rootdir_open_file(root, mounts[i], O_RDONLY | O_DIRECTORY, &fd) < 0)
                         continue;
-                int r = scan_dir(&s, fd, "", mounts[i], 0);
-                if (r < 0) {
-                        optin_entries_free(s.items, s.n);
-                        return r;
-                }
+                s.v2 = i == 0;
+                r = scan_dir(&s, fd, "", mounts[i], 0);
         }
-        *ret = s.items;
-        *ret_n = s.n;
+        OptInScan out = {.xattr = s.items,
+                         .n_xattr = s.n,
+                         .matches = s.matches,
+                         .n_matches = s.n_matches,
+                         .alloc_matches = s.alloc_matches};
+        if (r < 0) {
+                optin_scan_done(&out);
+                return r;
+        }
+        if (out.n_matches > 1)
+                qsort(out.matches, out.n_matches, sizeof(OptInMatch), cmp_match);
+        *ret = out;
         return 0;
 }
 
-static int add(OptInSet *set, const RootDir *root, const CgroupMounts *m, const OptInEntry *e,
-               OptInSource src) {
+int optin_scan_add_match(OptInScan *s, const char *rule, const char *cgroup) {
+        Scan x = {.matches = s->matches, .n_matches = s->n_matches, .alloc_matches = s->alloc_matches};
+        int r = scan_push_match(&x, cgroup, rule);
+        s->matches = x.matches;
+        s->n_matches = x.n_matches;
+        s->alloc_matches = x.alloc_matches;
+        if (r >= 0 && s->n_matches > 1)
+                qsort(s->matches, s->n_matches, sizeof(OptInMatch), cmp_match);
+        return r;
+}
+
+const OptInMatch *optin_scan_find(const OptInScan *s, const char *rule) {
+        for (size_t i = 0; i < s->n_matches; i++)
+                if (streq(s->matches[i].rule, rule))
+                        return &s->matches[i];
+        return NULL;
+}
+
+int optin_scan_xattrs(const RootDir *root, const CgroupMounts *m, unsigned max_depth, OptInEntry **ret,
+                      size_t *ret_n) {
+        OptInScan s = {};
+        int r = optin_scan(root, m, max_depth, NULL, 0, &s);
+        if (r < 0)
+                return r;
+        *ret_n = s.n_xattr;
+        *ret = TAKE_PTR(s.xattr);
+        s.n_xattr = 0;
+        optin_scan_done(&s);
+        return 0;
+}
+
+static int add(OptInSet *set, const RootDir *root, const CgroupMounts *m, const OptInCandidate *c) {
         for (size_t i = 0; i < set->n; i++)
-                if (streq(set->items[i].name, e->cgroup))
-                        return 0; /* a source of higher precedence had it */
+                if (streq(set->items[i].name, c->cgroup))
+                        return 0; /* a candidate of higher precedence had it */
         OptIn *o = &set->items[set->n];
-        *o = (OptIn){.policy = e->policy, .source = src};
-        o->name = strdup(e->cgroup);
-        if (!o->name)
+        *o = (OptIn){.policy = c->policy, .source = c->source};
+        o->name = strdup(c->cgroup);
+        o->rule = strdup(c->rule ?: c->cgroup);
+        if (!o->name || !o->rule) {
+                free(o->name);
+                free(o->rule);
                 return -ENOMEM;
-        int r = cgroup_resolve(root, m, e->cgroup, &o->loc);
+        }
+        int r = cgroup_resolve(root, m, c->cgroup, &o->loc);
         if (r < 0 && r != -ENOENT) {
                 free(o->name);
+                free(o->rule);
                 return r;
         }
         set->n++;
         return 0;
 }
 
-int optin_set_build(const RootDir *root, const CgroupMounts *m, const OptInEntry *runtime, size_t n_runtime,
-                    const OptInEntry *config, size_t n_config, const OptInEntry *xattr, size_t n_xattr,
+int optin_set_build(const RootDir *root, const CgroupMounts *m, const OptInCandidate *c, size_t n,
                     OptInSet *ret) {
         OptInSet set = {};
-        const struct {
-                const OptInEntry *e;
-                size_t n;
-                OptInSource src;
-        } sources[] = {
-                {runtime, n_runtime, OPTIN_SOURCE_RUNTIME},
-                {config, n_config, OPTIN_SOURCE_CONFIG},
-                {xattr, n_xattr, OPTIN_SOURCE_XATTR},
-        };
-        int r;
 
-        set.items = calloc(n_runtime + n_config + n_xattr + 1, sizeof(OptIn));
+        set.items = calloc(n + 1, sizeof(OptIn));
         if (!set.items)
                 return -ENOMEM;
-        for (size_t s = 0; s < ELEMENTSOF(sources); s++)
-                for (size_t i = 0; i < sources[s].n; i++) {
-                        r = add(&set, root, m, &sources[s].e[i], sources[s].src);
-                        if (r < 0) {
-                                optin_set_done(&set);
-                                return r;
-                        }
+        for (size_t i = 0; i < n; i++) {
+                int r = add(&set, root, m, &c[i]);
+                if (r < 0) {
+                        optin_set_done(&set);
+                        return r;
                 }
+        }
         qsort(set.items, set.n, sizeof(OptIn), cmp_optin);
         *ret = set;
+        return 0;
+}
+
+typedef struct Candidates {
+        OptInCandidate *items;
+        size_t n, alloc;
+} Candidates;
+
+static void candidates_done(Candidates *c) {
+        free(c->items);
+}
+
+static int candidate_push(Candidates *c, const char *cgroup, const char *rule, CgroupPolicy p,
+                          OptInSource src) {
+        if (c->n == c->alloc) {
+                size_t n = c->alloc ? c->alloc * 2 : 32;
+                OptInCandidate *x = reallocarray(c->items, n, sizeof(*x));
+                if (!x)
+                        return -ENOMEM;
+                c->items = x;
+                c->alloc = n;
+        }
+        c->items[c->n++] = (OptInCandidate){.cgroup = cgroup, .rule = rule, .policy = p, .source = src};
+        return 0;
+}
+
+/* A source's rules in their precedence: explicit paths, then units (one
+ * cgroup each), then globs, each kind in the order written. */
+static int push_source(Candidates *c, const OptInScan *scan, const OptInEntry *e, size_t n,
+                       OptInSource src) {
+        static const OptInRuleKind order[] = {OPTIN_RULE_PATH, OPTIN_RULE_UNIT, OPTIN_RULE_GLOB};
+        int r;
+
+        for (size_t k = 0; k < ELEMENTSOF(order); k++)
+                for (size_t i = 0; i < n; i++) {
+                        if (optin_rule_kind(e[i].cgroup) != order[k])
+                                continue;
+                        if (order[k] == OPTIN_RULE_PATH) {
+                                r = candidate_push(c, e[i].cgroup, e[i].cgroup, e[i].policy, src);
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        const OptInMatch *x = optin_scan_find(scan, e[i].cgroup);
+                        for (; x && x < scan->matches + scan->n_matches && streq(x->rule, e[i].cgroup);
+                             x++) {
+                                r = candidate_push(c, x->cgroup, e[i].cgroup, e[i].policy, src);
+                                if (r < 0)
+                                        return r;
+                        }
+                }
+        return 0;
+}
+
+int optin_candidates(const OptInScan *scan, const OptInEntry *runtime, size_t n_runtime,
+                     const OptInEntry *config, size_t n_config, OptInCandidate **ret, size_t *ret_n) {
+        _cleanup_(candidates_done) Candidates c = {};
+        int r;
+
+        if ((r = push_source(&c, scan, runtime, n_runtime, OPTIN_SOURCE_RUNTIME)) < 0 ||
+            (r = push_source(&c, scan, config, n_config, OPTIN_SOURCE_CONFIG)) < 0)
+                return r;
+        for (size_t i = 0; i < scan->n_xattr; i++)
+                if ((r = candidate_push(&c, scan->xattr[i].cgroup, STEERD_XATTR, scan->xattr[i].policy,
+                                        OPTIN_SOURCE_XATTR)) < 0)
+                        return r;
+        *ret_n = c.n;
+        *ret = TAKE_PTR(c.items);
         return 0;
 }

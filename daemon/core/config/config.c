@@ -43,6 +43,7 @@ static const KeyDef key_table[] = {
         K("Manager", "PersistRuntime", KEY_BOOL, persist_runtime, 0, 0),
         K("Manager", "MetricsFile", KEY_PATH, metrics_file, 0, 0),
         K("Manager", "MetricsIntervalMs", KEY_MSEC, metrics_interval_ms, 100, 3600000),
+        K("Manager", "RescanIntervalMs", KEY_MSEC, rescan_interval_ms, 100, 3600000),
         K("Policy", "MinWindowCores", KEY_UINT, min_window_cores, 1, 65536),
         K("Policy", "WindowHeadroom", KEY_FRACTION, window_headroom, 0, 10),
         K("Policy", "MinLLCCPUs", KEY_UINT, min_llc_cpus, 1, 65536),
@@ -270,9 +271,11 @@ static int add_opt_in(ParseState *ps, const char *cgroup, const char *value) {
         Config *c = ps->config;
         CgroupPolicy p = cgroup_policy_from_string(value);
 
-        if (optin_entry_validate_cgroup(cgroup) < 0)
+        if (optin_rule_kind(cgroup) < 0)
                 return parse_error(ps, ps->line,
-                                   "[OptIn] '%s': a cgroup is an absolute path without '.' or '..'", cgroup);
+                                   "[OptIn] '%s': not a cgroup path (absolute, without '.' or '..'), a glob "
+                                   "(/machine.slice/*) or a unit name (nginx.service)",
+                                   cgroup);
         if (p < 0)
                 return parse_error(ps, ps->line, "[OptIn] %s=: unknown policy '%s' (latency, balanced)",
                                    cgroup, value);

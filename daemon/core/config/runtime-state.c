@@ -104,7 +104,7 @@ static int parse(json_object *o, RuntimeState *s) {
                                 return -EBADMSG;
                         const char *cg = json_object_get_string(c);
                         CgroupPolicy pol = cgroup_policy_from_string(json_object_get_string(p));
-                        if (!cg || optin_entry_validate_cgroup(cg) < 0 || pol < 0)
+                        if (!cg || optin_rule_kind(cg) < 0 || pol < 0)
                                 return -EBADMSG;
                         int r = runtime_state_opt_in(s, cg, pol);
                         if (r < 0)
@@ -116,7 +116,7 @@ static int parse(json_object *o, RuntimeState *s) {
                         return -EBADMSG;
                 for (size_t i = 0; i < json_object_array_length(v); i++) {
                         const char *cg = json_object_get_string(json_object_array_get_idx(v, i));
-                        if (!cg || optin_entry_validate_cgroup(cg) < 0)
+                        if (!cg || optin_rule_kind(cg) < 0)
                                 return -EBADMSG;
                         int r = runtime_state_opt_out(s, cg);
                         if (r < 0)

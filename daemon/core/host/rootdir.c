@@ -131,3 +131,10 @@ int rootdir_display_path(const RootDir *r, const char *path, char **ret) {
         *ret = s;
         return 0;
 }
+
+bool rootdir_is_host(const RootDir *r) {
+        struct stat a, b;
+        if (fstat(r->fd, &a) < 0 || stat("/", &b) < 0)
+                return false;
+        return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}

@@ -29,6 +29,10 @@ int rootdir_access(const RootDir *r, const char *path, int mode);
 /* The path as the OS sees it, for messages ("ROOT/proc/stat"). Caller frees. */
 int rootdir_display_path(const RootDir *r, const char *path, char **ret);
 
+/* The root is the host's own "/" (same device and inode), where syscalls,
+ * libcgroup and systemd act on what the files show. */
+bool rootdir_is_host(const RootDir *r);
+
 /* Read everything from an fd; NUL-terminated. */
 int read_full_fd(int fd, char **ret, size_t *ret_size);
 

@@ -3,7 +3,18 @@
 
 /* One opt-in as an operator wrote it (config [OptIn], steerctl's runtime
  * state, a cgroup's xattr), before it is resolved to a directory
- * (cgroup/optin.h). */
+ * (cgroup/optin.h). Its cgroup is a rule of one of three kinds:
+ *
+ *   path  /system.slice/app.service, /bench1 (under its hierarchy's mount),
+ *         or an absolute directory /sys/fs/cgroup/cpuset/bench1
+ *   glob  a path with * (within one component), ** as a whole component
+ *         (any number of components, none included), ? or [...] (fnmatch(3)),
+ *         e.g. /system.slice/docker-*.scope; machine.slice followed by
+ *         a lone * matches each direct child of machine.slice; kubepods.slice,
+ *         then **, then cri-containerd-*.scope matches a container scope at
+ *         any depth below it (docs/DECISIONS.md has the examples as written)
+ *   unit  a systemd unit name: nginx.service, app.scope, batch.slice;
+ *         its cgroup is the unit's (systemd's ControlGroup) */
 
 #include "snapshot.h"
 
@@ -13,6 +24,25 @@ typedef struct OptInEntry {
 } OptInEntry;
 
 void optin_entries_free(OptInEntry *e, size_t n);
+
+typedef enum OptInRuleKind {
+        OPTIN_RULE_PATH,
+        OPTIN_RULE_GLOB,
+        OPTIN_RULE_UNIT,
+        _OPTIN_RULE_KIND_MAX,
+        _OPTIN_RULE_KIND_INVALID = -EINVAL,
+} OptInRuleKind;
+
+const char *optin_rule_kind_to_string(OptInRuleKind k);
+
+/* The kind of a valid rule; -EINVAL (or -ENAMETOOLONG) for one that is
+ * none: a relative path that is no unit name, '.' or '..' components,
+ * control characters. */
+OptInRuleKind optin_rule_kind(const char *rule);
+
+/* path (a cgroup's path under its mount, "/" for the mount itself, or an
+ * absolute directory) matches a glob rule. */
+bool optin_glob_match(const char *pattern, const char *path);
 
 /* 0 if path can name a cgroup: absolute, no "." or ".." component (which
  * would let an opt-in escape its hierarchy), no control characters, shorter
