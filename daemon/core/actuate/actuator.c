@@ -14,7 +14,6 @@
  *   actuator-mask.c     mask helpers: compose, dup, equal on the online CPUs
  *   actuator-systemd.c  systemd's D-Bus API and its encodings (knows no ledger) */
 
-#include <sys/stat.h>
 
 #include "actuator-cgroup.h"
 #include "actuator-cpuset.h"
@@ -27,13 +26,6 @@
 
 /* ---- life cycle ---- */
 
-static bool root_is_host(const RootDir *root) {
-        struct stat a, b;
-        if (fstat(root->fd, &a) < 0 || stat("/", &b) < 0)
-                return false;
-        return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 int actuator_new(const RootDir *root, const char *state_path, sd_bus *bus, Actuator **ret) {
         _cleanup_(actuator_freep) Actuator *a = NULL;
 
@@ -43,7 +35,7 @@ int actuator_new(const RootDir *root, const char *state_path, sd_bus *bus, Actua
         if (!a)
                 return -ENOMEM;
         a->root = root;
-        a->live = root_is_host(root);
+        a->live = rootdir_is_host(root);
         if (state_path && !(a->state_path = strdup(state_path)))
                 return -ENOMEM;
         a->bus = bus ? sd_bus_ref(bus) : NULL;
