@@ -174,9 +174,9 @@ static int property_get_counters(sd_bus *bus, const char *path, const char *inte
         ManagerCounters c;
 
         manager_counters(m, &c);
-        return sd_bus_message_append(reply, "a{st}", 7, "ticks", c.ticks, "applied", c.applied, "kept",
+        return sd_bus_message_append(reply, "a{st}", 8, "ticks", c.ticks, "applied", c.applied, "kept",
                                      c.kept, "reverted", c.reverted, "restored", c.restored, "failed",
-                                     c.failed, "adopted", c.adopted);
+                                     c.failed, "adopted", c.adopted, "dropped", c.dropped);
 }
 
 /* ---- methods ---- */

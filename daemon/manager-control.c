@@ -171,6 +171,7 @@ void manager_counters(const Manager *m, ManagerCounters *ret) {
                 .restored = c.restored,
                 .failed = m->actions_failed,
                 .adopted = m->threads_adopted,
+                .dropped = c.dropped,
         };
 }
 
@@ -211,6 +212,7 @@ int manager_describe_json(const Manager *m, char **ret) {
         json_object_object_add(counters, "restored", json_object_new_uint64(c.restored));
         json_object_object_add(counters, "failed", json_object_new_uint64(c.failed));
         json_object_object_add(counters, "adopted", json_object_new_uint64(c.adopted));
+        json_object_object_add(counters, "dropped", json_object_new_uint64(c.dropped));
         json_object_object_add(o, "counters", TAKE_PTR(counters));
 
         const char *t =

@@ -214,6 +214,7 @@ static void write_metrics(Manager *m, uint64_t now_us) {
                 .restored = mc.restored,
                 .failed = mc.failed,
                 .adopted = mc.adopted,
+                .dropped = mc.dropped,
                 .opted_in_cgroups = m->optins.n,
                 .mode = mode_to_string(m->mode),
         };

@@ -80,7 +80,9 @@ typedef struct Manager {
 } Manager;
 
 typedef struct ManagerCounters {
-        uint64_t ticks, applied, kept, reverted, restored, failed, adopted;
+        /* dropped: actions the policy engine decided but its own checker
+         * refused (a bug if ever not 0: logged as a warning each time). */
+        uint64_t ticks, applied, kept, reverted, restored, failed, adopted, dropped;
 } ManagerCounters;
 
 /* Where the daemon runs: the command line's part of the Manager. */

@@ -15,7 +15,8 @@
  *   ConfigMode        s   what the config's Mode= says (what ResetMode returns to)
  *   SamplePeriodUSec  t
  *   Version           s
- *   Counters          a{st}  ticks, applied, kept, reverted, restored, failed, adopted
+ *   Counters          a{st}  ticks, applied, kept, reverted, restored, failed, adopted, dropped
+ *                            (dropped: actions the engine's checker refused; 0 unless a bug)
  *
  * Methods:
  *   SetMode(s mode)                      root or polkit org.steerd1.manage

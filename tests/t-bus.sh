@@ -174,7 +174,7 @@ grep -q 'Sample period: 100ms' <<<"$OUT" || fail "status: no sample period: $OUT
 grep -q 'Counters:.*ticks' <<<"$OUT" || fail "status: no counters: $OUT"
 sctl 0 status --json
 json_check 'j["mode"] == "observe" and j["version"] == "'"$VERSION"'" and j["sample_period_usec"] == 100000'
-json_check 'set(j["counters"]) >= {"ticks", "applied", "kept", "reverted", "restored", "failed", "adopted"}'
+json_check 'set(j["counters"]) >= {"ticks", "applied", "kept", "reverted", "restored", "failed", "adopted", "dropped"} and j["counters"]["dropped"] == 0'
 json_check 'isinstance(j["cgroups"], list) and all(set(c) == {"name", "policy", "source", "rule", "directory", "cpus", "threads"} for c in j["cgroups"])'
 sctl 0 status --json=pretty
 json_check 'j["mode"] == "observe"'

@@ -83,6 +83,8 @@ cat >"$TMP/steerd.conf" <<EOC
 [Manager]
 Mode=latency
 SamplePeriodMs=100
+MetricsFile=$TMP/steerd.prom
+MetricsIntervalMs=100
 [Policy]
 GuardPercent=1000
 [OptIn]
@@ -107,6 +109,10 @@ done
 sleep 1
 echo "steered:"; for g in 1 2 3 4 x; do echo "  $PREFIX-$g: $(cat "$CPUSET/$PREFIX-$g/cpuset.cpus")"; done
 grep -q "does-not-exist" "$TMP/steerd1.log" || fail "the missing cgroup was not reported"
+# The engine decided only what its checker lets through: nothing dropped.
+grep -q '^steerd_actions_dropped_total 0$' "$TMP/steerd.prom" ||
+        fail "the policy engine dropped actions: $(grep dropped "$TMP/steerd.prom")"
+grep -Eq '^steerd_actions_applied_total [1-9]' "$TMP/steerd.prom" || fail "the metrics show no applied action"
 grep -q "$PREFIX-x.*opted in with policy latency (xattr)" "$TMP/steerd1.log" || fail "the xattr opt-in was not picked up"
 kill -0 "$DAEMON" || fail "steerd died"
 

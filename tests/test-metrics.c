@@ -21,6 +21,7 @@ static void test_render_and_write(void **state) {
                              .kept = 2,
                              .reverted = 1,
                              .restored = 1,
+                             .dropped = 0,
                              .opted_in_cgroups = 3,
                              .mode = "latency"};
         char *text = NULL;
@@ -34,6 +35,8 @@ static void test_render_and_write(void **state) {
         assert_non_null(strstr(
                 text, "# TYPE steerd_actions_reverted_total counter\nsteerd_actions_reverted_total 1\n"));
         assert_non_null(strstr(text, "steerd_mode{mode=\"latency\"} 1\n"));
+        assert_non_null(strstr(
+                text, "# TYPE steerd_actions_dropped_total counter\nsteerd_actions_dropped_total 0\n"));
         /* Every sample line belongs to a TYPE'd family. */
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
                 if (line[0] != '#')

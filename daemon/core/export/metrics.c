@@ -57,6 +57,9 @@ int metrics_render(const Snapshot *s, const MetricsCounters *c, char **ret) {
                 {"steerd_actions_failed_total", "Actions that could not be applied.", c->failed},
                 {"steerd_threads_adopted_total", "New threads steered at once through the proc connector.",
                  c->adopted},
+                {"steerd_actions_dropped_total",
+                 "Actions the policy engine decided and its checker refused (a bug when not 0).",
+                 c->dropped},
         };
         for (size_t i = 0; i < ELEMENTSOF(counters); i++)
                 fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", counters[i].name,

@@ -10,7 +10,7 @@
 #include "snapshot.h"
 
 typedef struct MetricsCounters {
-        uint64_t ticks, applied, kept, reverted, restored, failed, adopted;
+        uint64_t ticks, applied, kept, reverted, restored, failed, adopted, dropped;
         uint64_t opted_in_cgroups;
         const char *mode;
 } MetricsCounters;
