@@ -356,6 +356,7 @@ mkdir -p /etc/steerd
 cat >/etc/steerd/steerd.conf <<'EOF'
 [Manager]
 Mode=latency
+RescanIntervalMs=1s
 
 [OptIn]
 /system.slice/bench1.service=latency
@@ -531,6 +532,54 @@ fi
 result INFO scope-changes "$(journal | grep "^cgroup /$B2: CPUs " | head -12 | sed 's/; window set_cgroup_cpus: .*)/; window)/' | paste -sd'|')"
 result INFO slice-service-changes "$(journal | grep "^cgroup /$B4: CPUs " | head -12 | sed 's/; window set_cgroup_cpus: .*)/; window)/' | paste -sd'|')"
 systemctl stop bench2.scope bench4.service
+fi
+
+# ---- 6b. opt-in rules: a glob and a unit name take in units started later ----
+
+if [ "$(left)" -lt 60 ]; then
+        skip_time rules-glob-scopes rules-unit-service rules-forgotten
+else
+
+rule_list() { # rule_list RULE -> the cgroups that RULE brought in, sorted
+        steerctl list --json 2>/dev/null | jq -r --arg r "$1" '[.[] | select(.rule == $r) | .name] | sort | join(" ")'
+}
+RG='/steerdrule.slice/*.scope'
+RG_WANT="/steerdrule.slice/steerdrule-a.scope /steerdrule.slice/steerdrule-b.scope"
+RU=steerdunit.service
+RU_WANT=/steerdother.slice/steerdunit.service
+rules_glob_both() { [ "$(rule_list "$RG")" = "$RG_WANT" ]; }
+rules_glob_b() { [ "$(rule_list "$RG")" = /steerdrule.slice/steerdrule-b.scope ]; }
+rules_unit() { [ "$(rule_list "$RU")" = "$RU_WANT" ]; }
+for r in "$RG" "$RU"; do
+        out=$(steerctl opt-in "$r" --policy balanced 2>&1) || result FAIL rules-opt-in "steerctl opt-in '$r': $out"
+done
+# Started after the rules: transient scopes in a slice of their own, and a
+# service that systemd puts in another slice than system.slice.
+for s in a b; do
+        systemd-run --quiet --scope --unit=steerdrule-$s --slice=steerdrule "${LOADCMD[@]}" --threads 1 --duty 20 \
+                --seconds 3000 </dev/null >/dev/null 2>&1 &
+done
+systemd-run --quiet --unit=steerdunit --slice=steerdother "${LOADCMD[@]}" --threads 1 --duty 20 --seconds 3000
+t0=$SECONDS
+if wait_for 20 rules_glob_both; then
+        result PASS rules-glob-scopes "'$RG' took in $(rule_list "$RG") within $((SECONDS - t0)) s of systemd-run (RescanIntervalMs=1s): $(journal_grep "steerdrule-a.scope (" 1)"
+else
+        result FAIL rules-glob-scopes "'$RG' matched '$(rule_list "$RG")' after 20 s, expected '$RG_WANT'; list: $(steerctl list --no-legend 2>&1 | paste -sd'|')"
+fi
+if wait_for 20 rules_unit; then
+        result PASS rules-unit-service "$RU resolved through systemd to $(rule_list "$RU") (ControlGroup '$(systemctl show -p ControlGroup --value $RU)')"
+else
+        result FAIL rules-unit-service "$RU matched '$(rule_list "$RU")', expected '$RU_WANT' (systemd's ControlGroup '$(systemctl show -p ControlGroup --value $RU)')"
+fi
+systemctl stop steerdrule-a.scope
+t0=$SECONDS
+if wait_for 20 rules_glob_b; then
+        result PASS rules-forgotten "steerdrule-a.scope stopped: forgotten within $((SECONDS - t0)) s: $(journal_grep "steerdrule-a.scope: gone" 1)"
+else
+        result FAIL rules-forgotten "after stopping steerdrule-a.scope, '$RG' still matches '$(rule_list "$RG")'"
+fi
+for r in "$RG" "$RU"; do steerctl opt-out "$r" >/dev/null 2>&1; done
+systemctl stop steerdrule-b.scope steerdunit.service
 fi
 
 # ---- 7. a plain cgroup v2 group with the cpuset controller ----
