@@ -36,6 +36,8 @@ static void help(void) {
                "  monitor              Print steerd's signals as they come, one line each, until\n"
                "                       Ctrl-C: ModeChanged, LLCOverload (an LLC's overloaded flag\n"
                "                       flipped), ActionsApplied (a tick changed CPUs)\n"
+               "  explain CGROUP       Why steerd did what it did for CGROUP in its last tick: each\n"
+               "                       policy's inputs against its thresholds, the guard's verdicts\n"
                "  reload               Reload steerd's configuration; a bad file is refused\n"
                "                       with file:line and the running configuration stays\n\n"
                "%1$sModes:%2$s\n"
@@ -107,7 +109,7 @@ typedef struct Verb {
 static const Verb verbs[] = {
         {"status", 0, 0, verb_status},   {"mode", 0, 1, verb_mode},     {"opt-in", 1, 1, verb_opt_in},
         {"opt-out", 1, 1, verb_opt_out}, {"list", 0, 0, verb_list},     {"top", 0, 0, verb_top},
-        {"monitor", 0, 0, verb_monitor}, {"reload", 0, 0, verb_reload},
+        {"monitor", 0, 0, verb_monitor}, {"reload", 0, 0, verb_reload}, {"explain", 1, 1, verb_explain},
 };
 
 static int parse_uint(const char *s, const char *what, uint64_t lo, uint64_t hi, uint64_t *ret) {

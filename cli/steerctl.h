@@ -41,3 +41,4 @@ int verb_opt_out(int argc, char *argv[], const Args *args);
 int verb_reload(int argc, char *argv[], const Args *args);
 int verb_top(int argc, char *argv[], const Args *args);
 int verb_monitor(int argc, char *argv[], const Args *args);
+int verb_explain(int argc, char *argv[], const Args *args);

@@ -346,6 +346,37 @@ static int method_describe(sd_bus_message *msg, void *userdata, sd_bus_error *er
         return sd_bus_reply_method_return(msg, "s", text);
 }
 
+static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(explanation_done) Explanation e = {};
+        Manager *m = userdata;
+        const char *cgroup;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &cgroup);
+        if (r < 0)
+                return r;
+        r = check_cgroup_arg(cgroup, error);
+        if (r < 0)
+                return r;
+        r = manager_explain(m, cgroup, &e);
+        if (r == -ENOENT)
+                return sd_bus_error_setf(error, STEERD_ERROR_NO_SUCH_CGROUP, "Cgroup %s is not opted in",
+                                         cgroup);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ss)");
+        for (size_t i = 0; r >= 0 && i < e.n; i++)
+                r = sd_bus_message_append(reply, "(ss)", e.lines[i].topic, e.lines[i].text);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         int r;
@@ -388,6 +419,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_list_cgroups_ex, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Describe", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json), method_describe,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("s", cgroup), SD_BUS_RESULT("a(ss)", lines),
+                                method_explain, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("ModeChanged", SD_BUS_ARGS("s", mode), 0),

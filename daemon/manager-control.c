@@ -175,6 +175,49 @@ void manager_counters(const Manager *m, ManagerCounters *ret) {
         };
 }
 
+static const OptIn *find_optin(const Manager *m, const char *cgroup) {
+        const OptIn *o = optin_set_find(&m->optins, cgroup);
+        for (size_t i = 0; !o && i < m->optins.n; i++)
+                if (m->optins.items[i].loc.dir && streq(m->optins.items[i].loc.dir, cgroup))
+                        o = &m->optins.items[i];
+        return o;
+}
+
+static int explain_unsampled(const Manager *m, const OptIn *o, Explanation *ret) {
+        Explanation e = {.lines = calloc(1, sizeof(ExplainLine)), .n = 1};
+        if (!e.lines)
+                return -ENOMEM;
+        e.lines[0].topic = strdup("cgroup");
+        if (asprintf(&e.lines[0].text, "%s: opted in (%s, rule %s) with policy %s, %s", o->name,
+                     optin_source_to_string(o->source), o->rule, cgroup_policy_to_string(o->policy),
+                     !o->loc.dir ? "but it does not exist now: steered once it appears"
+                     : mode_applies(m->mode) || m->mode == MODE_OBSERVE
+                             ? "not sampled yet: no tick since"
+                             : "but mode off samples nothing") < 0)
+                e.lines[0].text = NULL;
+        if (!e.lines[0].topic || !e.lines[0].text) {
+                explanation_done(&e);
+                return -ENOMEM;
+        }
+        *ret = e;
+        return 0;
+}
+
+int manager_explain(const Manager *m, const char *cgroup, Explanation *ret) {
+        const OptIn *o = find_optin(m, cgroup);
+        uint64_t now = 0;
+
+        if (!o)
+                return -ENOENT;
+        if (!m->last_snapshot)
+                return explain_unsampled(m, o, ret);
+        Settings settings = m->config->settings;
+        settings.mode = m->mode;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        int r = policy_explain(m->last_snapshot, &settings, m->policy, m->last_plan, o->name, now, ret);
+        return r == -ENOENT ? explain_unsampled(m, o, ret) : r;
+}
+
 int manager_describe_json(const Manager *m, char **ret) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object(),
                                                 *counters = json_object_new_object();

@@ -120,6 +120,11 @@ const char *manager_mode_origin(const Manager *m, char *buf, size_t size);
 int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy);
 int manager_opt_out(Manager *m, const char *cgroup);
 void manager_counters(const Manager *m, ManagerCounters *ret);
+/* Why the last tick did what it did for an opted-in cgroup (its name, or
+ * its directory): policy_explain() on the last snapshot, plan and state.
+ * -ENOENT when it is not opted in; a cgroup opted in but not sampled (it
+ * does not exist now, or no tick yet) gets one line saying so. */
+int manager_explain(const Manager *m, const char *cgroup, Explanation *ret);
 /* {"mode", "snapshot", "plan", "counters"}: what Describe returns. */
 int manager_describe_json(const Manager *m, char **ret);
 /* Re-read the config; a bad file keeps the running one (and says so). */

@@ -34,6 +34,12 @@
  *                                        itself, the glob, the unit name, or user.steerd.policy
  *   Describe() -> s                      everyone: JSON {"mode", "snapshot": <DESIGN.md 6 snapshot>,
  *                                        "plan": [<actions with reasons>], "counters": {...}}
+ *   Explain(s cgroup) -> a(ss)           everyone: why the last tick did what it did for an
+ *                                        opted-in cgroup (its name or directory): (topic, text)
+ *                                        lines; topics cgroup, window, guard, balance, sticky, plan,
+ *                                        each text the inputs against the thresholds, e.g.
+ *                                        "no window: LLC 0 util 41% < 60% overloaded threshold ..."
+ *                                        NoSuchCgroup when it is not opted in
  *   Reload()                             root or polkit; a bad config keeps the running one and
  *                                        fails with InvalidArgument naming file:line
  *

@@ -280,6 +280,23 @@ sctl 0 opt-in "/$NAME" # kept for the checks below
 LIST=$(list_now)
 echo "opt-in, opt-out, list: ok"
 
+# ---- explain: the last decision for a cgroup, in words ----
+sctl 0 explain "/$NAME"
+grep -q "^/$NAME: policy latency, mode observe" <<<"$OUT" || fail "explain: no cgroup line: $OUT"
+grep -Eq '^  window +(no window|not decided|may get|window )' <<<"$OUT" || fail "explain: no window line: $OUT"
+grep -Eq '^  balance +' <<<"$OUT" || fail "explain: no balance line: $OUT"
+grep -Eq '^  sticky +[0-9]+ of [0-9]+ threads pinned' <<<"$OUT" || fail "explain: no sticky line: $OUT"
+grep -Eq '^  plan +' <<<"$OUT" || fail "explain: no plan line: $OUT"
+sctl 0 explain "$CGROOT/$NAME" # its directory names it too
+grep -q "^/$NAME: policy latency" <<<"$OUT" || fail "explain by directory: $OUT"
+sctl 0 explain "/$NAME" --json
+json_check 'j["cgroup"] == "/'"$NAME"'" and {"cgroup", "window", "balance", "sticky", "plan"} <= {l["topic"] for l in j["lines"]} and all(l["text"] for l in j["lines"])'
+sctl 4 explain "/$NAME-b"
+grep -q "not opted in" <<<"$ERR" || fail "explain of a cgroup not opted in: $ERR"
+sctl 2 explain "relative"
+sctl 2 explain
+echo "explain: ok"
+
 # ---- rules: a glob and a unit name take in cgroups that appear later ----
 # rule_has RULE CGROUPS: within 3 s (RescanIntervalMs=300ms), list --json
 # shows exactly CGROUPS brought in by RULE ("": RULE matches nothing).
@@ -408,6 +425,7 @@ want_methods = {
     "ListCgroups": ((), ("a(sssssu)",)),
     "ListCgroupsEx": ((), ("a(sssssus)",)),
     "Describe": ((), ("s",)),
+    "Explain": (("s",), ("a(ss)",)),
     "Reload": ((), ()),
 }
 want_signals = {"ModeChanged": ("s",), "LLCOverload": ("u", "b", "d"), "ActionsApplied": ("u", "s")}

@@ -101,7 +101,7 @@ _steerctl() {
                 fi
         fi
 
-        local -a verbs=(status mode opt-in opt-out list top monitor reload)
+        local -a verbs=(status mode opt-in opt-out list top monitor reload explain)
         local -a modes=(off observe latency balanced)
         local -a policies=(latency balanced)
         local -a common=(-h --help --version --json --json= --no-legend --no-pager)
@@ -171,7 +171,7 @@ _steerctl() {
         mode)
                 _steerctl_match "${modes[@]}"
                 ;;
-        opt-out | opt-in)
+        opt-out | opt-in | explain)
                 local -a names
                 if [[ $verb == opt-in ]]; then
                         # The opted-in ones (to change their policy) and the

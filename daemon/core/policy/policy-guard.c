@@ -35,8 +35,10 @@ static double cgroup_util(const CgroupSample *cg) {
         return u;
 }
 
-/* The verdict's words, or NULL when the change is kept. */
-static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPolicy p, char **ret) {
+/* The verdict's words, or NULL when the change is kept; the figures in
+ * ret_verdict. */
+static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPolicy p, char **ret,
+                 Verdict *ret_verdict) {
         const Settings *st = ctx->settings;
         double k = 1.0 + st->guard_percent / 100.0;
         double floor = st->guard_wait_floor * e->n_threads;
@@ -61,7 +63,13 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
         double pressure_limit = e->before_pressure * k + st->guard_pressure_floor;
 
         *ret = NULL;
+        *ret_verdict = (Verdict){.outcome = VERDICT_KEPT,
+                                 .at_us = ctx->now_us,
+                                 .before = e->before_wait,
+                                 .after = wait,
+                                 .limit = wait_limit};
         if (wait > wait_limit) {
+                ret_verdict->outcome = VERDICT_REVERTED;
                 if (asprintf(ret,
                              "guard: %s made wait per CPU received worse: %.0f (at util %.0f -> %.0f) > "
                              "before "
@@ -70,6 +78,12 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
                              k * 100, wait_floor, st->guard_window_ms) < 0)
                         return -ENOMEM;
         } else if (cgroup_wide && pressure > pressure_limit) {
+                *ret_verdict = (Verdict){.outcome = VERDICT_REVERTED,
+                                         .by_pressure = true,
+                                         .at_us = ctx->now_us,
+                                         .before = e->before_pressure,
+                                         .after = pressure,
+                                         .limit = pressure_limit};
                 /* Pressure is the cgroup's: it judges only cgroup-wide changes,
                  * a single thread's pin cannot be told apart in it. */
                 if (asprintf(ret,
@@ -120,10 +134,13 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
                 return 0;
         }
 
-        r = judge(ctx, e, !t, p, &why);
+        Verdict v;
+        r = judge(ctx, e, !t, p, &why, &v);
         if (r < 0)
                 return r;
         if (!why) {
+                if (!t)
+                        c->verdict[p] = v;
                 *e = (Experiment){};
                 c->backoff[p].level = 0;
                 ctx->state->counters.kept++;
@@ -150,6 +167,8 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
         if (r < 0)
                 return r;
         if (r > 0) {
+                if (!t)
+                        c->verdict[p] = v;
                 policy_back_off(c, p, ctx->now_us, off_us);
                 ctx->state->counters.reverted++;
         }

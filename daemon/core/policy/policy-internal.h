@@ -77,10 +77,42 @@ typedef struct ThreadState {
         bool acted;
 } ThreadState;
 
+/* The guard's last verdict on a cgroup-wide change of a policy, for
+ * policy_explain(). */
+typedef struct Verdict {
+        enum { VERDICT_NONE, VERDICT_KEPT, VERDICT_REVERTED } outcome;
+        bool by_pressure; /* reverted for pressure, not wait */
+        uint64_t at_us;
+        double before; /* wait (or pressure) before */
+        double after;  /* wait per CPU received after, scaled to the before-util (or pressure) */
+        double limit;  /* what after had to stay within */
+} Verdict;
+
 typedef struct Backoff {
         unsigned level;    /* reverts in a row */
         uint64_t until_us; /* no new set_* of this policy for this cgroup before */
 } Backoff;
+
+/* What the window policy's last decision found for a cgroup, for
+ * policy_explain(): the first gate it failed, or that it was a candidate. */
+typedef enum WindowGate {
+        WINDOW_GATE_UNSEEN,     /* not decided (mode off, not in the snapshot) */
+        WINDOW_GATE_ACTED,      /* another policy changed it this tick */
+        WINDOW_GATE_DISABLED,   /* its policy or the mode has no windows */
+        WINDOW_GATE_BACKED_OFF, /* the guard reverted one: backing off */
+        WINDOW_GATE_NO_DEMAND,  /* its threads used no CPU */
+        WINDOW_GATE_SMALL_LLC,  /* the LLC is smaller than MinLLCCPUs */
+        WINDOW_GATE_CALM,       /* the LLC is calm: windows widen back */
+        WINDOW_GATE_NOT_OVERLOADED,
+        WINDOW_GATE_BALANCE_HOMES, /* balance moved some of its threads */
+        WINDOW_GATE_UNSETTLED,     /* its load is still ramping */
+        WINDOW_GATE_TOO_LIGHT,     /* less than a quarter of a CPU of work */
+        WINDOW_GATE_SPREAD,        /* under half of its work in its home LLC */
+        WINDOW_GATE_NOT_HERE,      /* none of its CPUs in its home LLC */
+        WINDOW_GATE_HELD,          /* it holds a window there */
+        WINDOW_GATE_CANDIDATE,     /* it may get one: placed if the plan says so */
+        _WINDOW_GATE_MAX,
+} WindowGate;
 
 typedef struct CgroupState {
         char *path;
@@ -91,13 +123,19 @@ typedef struct CgroupState {
         uint64_t window_short_since_us; /* overloaded and the window too small since; 0: it is not */
         Departure left;                 /* its last whole-cgroup balance move */
         Backoff backoff[N_LAYER_POLICIES];
+        Verdict verdict[N_LAYER_POLICIES];
         /* Σ wait and Σ util of its threads averaged over about the last
          * GuardWindowMs: a window's "before" (DESIGN.md 1.4: "the same
          * figures before the change"), not one tick's, which is as noisy
          * as a tick and often caught mid ramp-up. */
         double recent_wait, recent_util;
         bool recent_primed;
-        ThreadState *threads; /* sorted by (tid, starttime) */
+        /* The window policy's last look at it (policy_explain()). */
+        WindowGate window_gate;
+        int window_gate_llc;        /* the LLC it was judged in, -1: none */
+        double window_gate_demand;  /* Σ util of its threads */
+        double window_gate_in_home; /* of which on that LLC */
+        ThreadState *threads;       /* sorted by (tid, starttime) */
         size_t n_threads;
 
         /* Valid during one policy_decide() only. */
@@ -240,6 +278,10 @@ void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c,
  * four-cgroup hackbench was reverted, util 40-70 before, 400-500 after). */
 #define POLICY_SETTLE_PERCENT 25
 bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c);
+
+/* policy-window.c: the demand under which a cgroup gets no window, in
+ * percent of one CPU. */
+#define WINDOW_MIN_DEMAND_PERCENT 25
 
 /* The policies, in the order policy_decide() runs them. */
 int policy_guard(PolicyCtx *ctx);

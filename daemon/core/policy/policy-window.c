@@ -38,9 +38,6 @@
  * cores, only when they do not (always when there are more cgroups than
  * cores). */
 
-/* See too_light(): a quarter of one CPU. */
-#define WINDOW_MIN_DEMAND_PERCENT 25
-
 typedef struct Slot {
         int core;
         hwloc_const_bitmap_t cpus; /* online CPUs of the core */
@@ -333,15 +330,61 @@ static bool too_light(double demand) {
         return demand * 100 < WINDOW_MIN_DEMAND_PERCENT * SCHED_CAPACITY_SCALE;
 }
 
+static void note_gate(CgroupState *c, WindowGate g, int llc, const Home *h) {
+        c->window_gate = g;
+        c->window_gate_llc = llc;
+        c->window_gate_demand = h->demand;
+        c->window_gate_in_home = h->in_home;
+}
+
+/* The gates of a new window, in one place: collect_cands() keeps the
+ * candidates and held ones, policy_explain() says which gate stopped the
+ * others. */
+static WindowGate window_gate(const PolicyCtx *ctx, const CgroupState *c, const LlcSample *llc,
+                              const Home *h) {
+        const Settings *st = ctx->settings;
+        int index = policy_llc_index(ctx, llc);
+
+        if (c->acted)
+                return WINDOW_GATE_ACTED;
+        if (!policy_enabled(st, c->sample->policy, ACTION_POLICY_WINDOW))
+                return WINDOW_GATE_DISABLED;
+        if (policy_backed_off(c, ACTION_POLICY_WINDOW, ctx->now_us))
+                return WINDOW_GATE_BACKED_OFF;
+        if (c->window.mask)
+                return c->window_llc == index ? WINDOW_GATE_HELD : WINDOW_GATE_UNSEEN;
+        if (!policy_llc_overloaded(llc))
+                return WINDOW_GATE_NOT_OVERLOADED;
+        if (policy_cgroup_holds_thread_homes(c))
+                return WINDOW_GATE_BALANCE_HOMES;
+        if (!policy_cgroup_settled(ctx, c))
+                return WINDOW_GATE_UNSETTLED;
+        if (too_light(h->demand))
+                return WINDOW_GATE_TOO_LIGHT;
+        if (h->llc != index)
+                return WINDOW_GATE_UNSEEN; /* judged in its home LLC */
+        if (!(h->in_home * 2 > h->demand))
+                return WINDOW_GATE_SPREAD;
+        return WINDOW_GATE_CANDIDATE;
+}
+
 /* A calm LLC, or one too small for windows (MinLLCCPUs): every window in it
  * goes back. */
-static int widen_all(PolicyCtx *ctx, const LlcSample *llc, bool small) {
+static int widen_all(PolicyCtx *ctx, const LlcSample *llc, bool small, const Home *homes) {
         const Settings *st = ctx->settings;
         int r;
 
         for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
                 char reason[256];
+
+                if (c && !c->acted && homes[i].llc == policy_llc_index(ctx, llc))
+                        note_gate(c,
+                                  !policy_enabled(st, c->sample->policy, ACTION_POLICY_WINDOW)
+                                          ? WINDOW_GATE_DISABLED
+                                  : small ? WINDOW_GATE_SMALL_LLC
+                                          : WINDOW_GATE_CALM,
+                                  homes[i].llc, &homes[i]);
 
                 if (!c || c->acted || !c->window.mask || c->window_llc != policy_llc_index(ctx, llc))
                         continue;
@@ -362,26 +405,25 @@ static int widen_all(PolicyCtx *ctx, const LlcSample *llc, bool small) {
 /* The cgroups that keep their window in the LLC or may get one, held ones
  * first, then by demand (cand_cmp()). Returns how many. */
 static size_t collect_cands(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, Cand *cands) {
-        const Settings *st = ctx->settings;
         int index = policy_llc_index(ctx, llc);
         size_t n = 0;
 
         for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
-                if (!c || c->acted || !policy_enabled(st, c->sample->policy, ACTION_POLICY_WINDOW) ||
-                    policy_backed_off(c, ACTION_POLICY_WINDOW, ctx->now_us))
+                if (!c)
                         continue;
-
-                bool held = c->window.mask && c->window_llc == index;
-                if (c->window.mask && !held)
+                WindowGate g = window_gate(ctx, c, llc, &homes[i]);
+                /* Judged where it lives (its home LLC, or where its window is). */
+                if (g != WINDOW_GATE_UNSEEN && (homes[i].llc == index || g == WINDOW_GATE_HELD))
+                        note_gate(c, g, index, &homes[i]);
+                if (g != WINDOW_GATE_HELD && g != WINDOW_GATE_CANDIDATE)
                         continue;
-                if (!held && (!policy_llc_overloaded(llc) || policy_cgroup_holds_thread_homes(c) ||
-                              !policy_cgroup_settled(ctx, c) || too_light(homes[i].demand) ||
-                              homes[i].llc != index || !(homes[i].in_home * 2 > homes[i].demand)))
+                if (!hwloc_bitmap_intersects(policy_cgroup_below_window(c), ctx->llc_cpus[index])) {
+                        note_gate(c, WINDOW_GATE_NOT_HERE, index, &homes[i]);
                         continue;
-                if (!hwloc_bitmap_intersects(policy_cgroup_below_window(c), ctx->llc_cpus[index]))
-                        continue;
-                cands[n++] = (Cand){.c = c, .index = i, .demand = homes[i].demand, .held = held};
+                }
+                cands[n++] =
+                        (Cand){.c = c, .index = i, .demand = homes[i].demand, .held = g == WINDOW_GATE_HELD};
         }
         if (n > 0)
                 qsort(cands, n, sizeof(Cand), cand_cmp);
@@ -451,7 +493,7 @@ static int window_llc(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, C
         int r;
 
         if (calm || small)
-                return widen_all(ctx, llc, small);
+                return widen_all(ctx, llc, small, homes);
 
         n_cands = collect_cands(ctx, llc, homes, cands);
         if (n_cands == 0)
@@ -480,6 +522,12 @@ int policy_window(PolicyCtx *ctx) {
         r = compute_homes(ctx, homes);
         if (r < 0)
                 return r;
+        for (size_t i = 0; i < snap->n_cgroups; i++) {
+                CgroupState *c = ctx->by_sample[i];
+                if (c)
+                        note_gate(c, homes[i].llc < 0 ? WINDOW_GATE_NO_DEMAND : WINDOW_GATE_UNSEEN,
+                                  homes[i].llc, &homes[i]);
+        }
 
         for (size_t l = 0; l < snap->n_llcs; l++) {
                 if (snap->llcs[l].weight == 0)

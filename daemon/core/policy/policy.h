@@ -18,6 +18,26 @@
  * per layer the open guard experiment; the counters. */
 typedef struct PolicyState PolicyState;
 
+/* One line of policy_explain(): its topic (cgroup, window, guard, balance,
+ * sticky, plan, policy) and a sentence with the inputs against the
+ * thresholds, e.g. "no window: LLC 0 util 41% < 60% overloaded threshold". */
+typedef struct ExplainLine {
+        char *topic;
+        char *text;
+} ExplainLine;
+
+typedef struct Explanation {
+        ExplainLine *lines;
+        size_t n;
+} Explanation;
+
+void explanation_done(Explanation *e);
+/* Why the decision that took snap and left state (with its plan, NULL for
+ * none) did what it did for cgroup, as of now_us. -ENOENT when the cgroup is
+ * not in snap. */
+int policy_explain(const Snapshot *snap, const Settings *settings, const PolicyState *state,
+                   const Plan *plan, const char *cgroup, uint64_t now_us, Explanation *ret);
+
 /* The overload rule (DESIGN.md 1.1, docs/DECISIONS.md): the kernel's SIS_UTIL
  * wakeup scan would visit fewer than half of the LLC's CPUs (mean util
  * above ~60% at imbalance_pct 117). Every policy asks this, never the
