@@ -22,14 +22,14 @@
 #    powers the VM off;
 # 4. prints the summary and the times; exit 0 = every check passed, 1 = a
 #    check failed, a check has no result, a check was skipped for lack of
-#    time, or the VM gave no result within STEERD_VM_TIMEOUT (1080 s);
+#    time, or the VM gave no result within STEERD_VM_TIMEOUT (1320 s);
 #    77 = skipped (no root, no mirror, qemu or debootstrap cannot be
 #    installed or run). A guest SKIP counts as skipped only when the guest
 #    says it is "not possible in this guest"; any other SKIP is a failure.
 #
 # Not a t-*.sh on purpose: ctest must not run it (it takes minutes and
 # downloads packages); scripts/test.sh runs it after ctest. Environment:
-# STEERD_VM_CACHE (/var/cache/steerd-vm), STEERD_VM_TIMEOUT (1080),
+# STEERD_VM_CACHE (/var/cache/steerd-vm), STEERD_VM_TIMEOUT (1320),
 # STEERD_VM_MIRROR (else the host's apt sources; none: exit 77),
 # STEERD_VM_OUT (where the run's files go; default a new directory under
 # $STEERD_VM_CACHE/runs, the last 5 runs are kept). The build is in
@@ -40,7 +40,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 CACHE=${STEERD_VM_CACHE:-/var/cache/steerd-vm}
-TIMEOUT=${STEERD_VM_TIMEOUT:-1080}
+TIMEOUT=${STEERD_VM_TIMEOUT:-1320}
 REBUILD=0
 KEEP=0
 
