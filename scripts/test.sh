@@ -20,6 +20,12 @@ steerd_build build-asan -DSTEERD_SANITIZE=ON
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         ctest --output-on-failure --timeout 600 -j1)
 
+# Every parser of input from outside under libFuzzer (clang, ASan, UBSan),
+# about 20 s each and under 5 minutes in all; a crash fails the run
+# (tests/fuzz/README.md). The seeds and regressions were replayed by ctest above.
+steerd_install_packages "${STEERD_FUZZ_PACKAGES[@]}"
+STEERD_FUZZ_CC=clang-14 bash tests/fuzz/run.sh build-fuzz
+
 # ---- the guest check ----
 
 vm_banner() { # vm_banner LINE...: impossible to miss in a CI log

@@ -141,6 +141,21 @@ static void test_rule_kinds_and_globs(void **state) {
         assert_false(optin_glob_match("/*", "/"));
         assert_false(optin_glob_match("bench*", "/bench1")); /* a glob is absolute */
         assert_true(optin_glob_match("/sys/fs/cgroup/cpuset/g*", "/sys/fs/cgroup/cpuset/g12"));
+
+        /* Many "**" against a deep cgroup: polynomial, not one try per split
+         * of the path per "**" (hung for minutes; found by fuzz-optin). */
+        {
+                char rule[256] = "", deep[256] = "";
+                for (int i = 0; i < 16; i++)
+                        strcat(rule, "/**/*");
+                for (int i = 0; i < 40; i++)
+                        strcat(deep, "/a");
+                assert_true(optin_glob_match(rule, deep));
+                strcat(rule, "/x");
+                assert_false(optin_glob_match(rule, deep));
+                strcat(deep, "/x");
+                assert_true(optin_glob_match(rule, deep));
+        }
 }
 
 /* Globs and units match cgroups that appear later: each walk finds what

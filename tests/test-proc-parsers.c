@@ -723,6 +723,9 @@ static void test_thread_status(void **state) {
                 {bad, line_of(bad, "Cpus_allowed_list:")},
                 {empty, line_of(empty, "Cpus_allowed_list:")},
                 {"Name:\tx\nCpus_allowed_list:\t0-3,x\n", 2},
+                /* blank to cpuset_parse(), not to the blank check (found by fuzz-thread-status) */
+                {"Name:\tx\nCpus_allowed_list:\v\n", 2},
+                {"Cpus_allowed_list:\t\r\n", 1},
                 {"", 0},
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {

@@ -80,34 +80,75 @@ static bool component_match(const char *pat, size_t np, const char *s, size_t ns
         return fnmatch(p, c, FNM_PERIOD) == 0;
 }
 
-/* pat and path without their leading '/'; "**" matches zero or more whole
- * components. Recursion depth is bounded by the components of the pattern
- * (a rule is at most PATH_MAX long and cgroup trees are shallow). */
-static bool glob_match(const char *pat, const char *path) {
-        for (;;) {
-                const char *pe = strchrnul(pat, '/'), *se = strchrnul(path, '/');
-                size_t np = (size_t) (pe - pat);
+typedef struct Component {
+        const char *s;
+        size_t n;
+} Component;
 
-                if (np == 2 && pat[0] == '*' && pat[1] == '*') {
-                        const char *rest = *pe ? pe + 1 : pe;
-                        if (!*rest)
-                                return true; /* a trailing ** takes everything below */
-                        for (const char *s = path;;) {
-                                if (glob_match(rest, s))
-                                        return true;
-                                const char *next = strchr(s, '/');
-                                if (!next)
-                                        return false;
-                                s = next + 1;
-                        }
-                }
-                if (!*path || !component_match(pat, np, path, (size_t) (se - path)))
-                        return false;
-                if (!*pe || !*se)
-                        return !*pe && !*se;
-                pat = pe + 1;
-                path = se + 1;
+/* The '/'-separated components of s ("" is one empty component); into
+ * ret unless NULL; how many. */
+static size_t split_components(const char *s, Component *ret) {
+        for (size_t k = 0;; k++) {
+                const char *e = strchrnul(s, '/');
+                if (ret)
+                        ret[k] = (Component){s, (size_t) (e - s)};
+                if (!*e)
+                        return k + 1;
+                s = e + 1;
         }
+}
+
+static bool is_doublestar(const Component *c) {
+        return c->n == 2 && c->s[0] == '*' && c->s[1] == '*';
+}
+
+/* pat and path without their leading '/'; "**" matches zero or more whole
+ * components, a trailing one everything below. Dynamic programming over
+ * (pattern component i, path component j), from the ends: m[j] is whether
+ * pattern components i.. match path components j.., next the same for
+ * i + 1. Trying each split of the path for each "**" in turn, as a
+ * recursion does, is exponential in the "**" of a rule: a rule with a dozen
+ * of them against a cgroup some 30 deep (a delegated subtree can be that
+ * deep) hung the daemon for minutes. This is at most one fnmatch() per
+ * pair of components. */
+static bool glob_match(const char *pat, const char *path) {
+        size_t np = split_components(pat, NULL), ns = split_components(path, NULL);
+        _cleanup_(freep) void *mem = calloc(1, (np + ns) * sizeof(Component) + 2 * (ns + 1) * sizeof(bool));
+
+        if (!mem)
+                return false;
+        Component *p = mem, *t = p + np;
+        bool *m = (bool *) (t + ns), *next = m + ns + 1;
+        split_components(pat, p);
+        split_components(path, t);
+
+        /* next starts as the row past the last component: nothing matches */
+        for (size_t i = np; i-- > 0;) {
+                bool last = i == np - 1;
+                /* a trailing "**" takes everything below, also when an empty
+                 * component follows it (the rule ends in '/') */
+                bool trailing = is_doublestar(&p[i]) && (last || (i == np - 2 && p[np - 1].n == 0));
+
+                m[ns] = false; /* past the end: a "**" before the end leaves the rest one or more */
+                for (size_t j = ns; j-- > 0;) {
+                        if (trailing)
+                                m[j] = true;
+                        else if (is_doublestar(&p[i]))
+                                /* none of the path's components, or one more */
+                                m[j] = next[j] || m[j + 1];
+                        else if (j == ns - 1 && t[j].n == 0)
+                                m[j] = false; /* the path ends in '/': nothing left to match */
+                        else if (last || j == ns - 1)
+                                m[j] = last && j == ns - 1 &&
+                                       component_match(p[i].s, p[i].n, t[j].s, t[j].n);
+                        else
+                                m[j] = next[j + 1] && component_match(p[i].s, p[i].n, t[j].s, t[j].n);
+                }
+                bool *x = next;
+                next = m;
+                m = x;
+        }
+        return next[0];
 }
 
 bool optin_glob_match(const char *pattern, const char *path) {

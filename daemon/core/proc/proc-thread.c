@@ -216,6 +216,10 @@ int thread_status_parse_cpus_allowed(const char *contents, const char *fname, Cp
                 if (r < 0)
                         return proc_parse_error(reterr_line, fname, line, "bad Cpus_allowed_list \"%s\"",
                                                 buf);
+                /* cpuset_parse() trims every isspace() ("\v", "\r"), the check
+                 * above only blanks: a list of such is as empty as "". */
+                if (hwloc_bitmap_iszero(set))
+                        return proc_parse_error(reterr_line, fname, line, "empty Cpus_allowed_list");
 
                 *ret = TAKE_PTR(set);
                 return 0;
