@@ -190,7 +190,8 @@ static int explain_unsampled(const Manager *m, const OptIn *o, Explanation *ret)
         e.lines[0].topic = strdup("cgroup");
         if (asprintf(&e.lines[0].text, "%s: opted in (%s, rule %s) with policy %s, %s", o->name,
                      optin_source_to_string(o->source), o->rule, cgroup_policy_to_string(o->policy),
-                     !o->loc.dir ? "but it does not exist now: steered once it appears"
+                     o->refused    ? "but its directory is refused (not confined to the cgroup mounts)"
+                     : !o->loc.dir ? "but it does not exist now: steered once it appears"
                      : mode_applies(m->mode) || m->mode == MODE_OBSERVE
                              ? "not sampled yet: no tick since"
                              : "but mode off samples nothing") < 0)

@@ -146,6 +146,7 @@ static int build_set(const Manager *m, OptInSet *ret) {
                 }
                 free(o->name);
                 free(o->rule);
+                free(o->refused);
                 cgroup_location_done(&o->loc);
                 memmove(o, o + 1, (next.n - i - 1) * sizeof(OptIn));
                 next.n--;
@@ -171,7 +172,7 @@ static void log_changes(Manager *m, const OptInSet *next) {
         }
         for (size_t i = 0; i < next->n; i++) {
                 const OptIn *n = &next->items[i], *old = optin_set_find(&m->optins, n->name);
-                if (old && !!old->loc.dir == !!n->loc.dir)
+                if (old && !!old->loc.dir == !!n->loc.dir && !!old->refused == !!n->refused)
                         continue;
                 /* Name the rule where it is not the cgroup itself. */
                 bool by_rule = !streq(n->rule, n->name) && !streq(n->rule, STEERD_XATTR);
@@ -179,7 +180,12 @@ static void log_changes(Manager *m, const OptInSet *next) {
                         log_info("Cgroup %s (%s): opted in with policy %s (%s%s%s)", n->name, n->loc.dir,
                                  cgroup_policy_to_string(n->policy), optin_source_to_string(n->source),
                                  by_rule ? ", rule " : "", by_rule ? n->rule : "");
-                else
+                else if (n->refused) {
+                        if (!old || !old->refused || !streq(old->refused, n->refused))
+                                log_warning("Cgroup %s (%s%s%s): refused, not steered: %s", n->name,
+                                            optin_source_to_string(n->source), by_rule ? ", rule " : "",
+                                            by_rule ? n->rule : "", n->refused);
+                } else
                         log_warning("Cgroup %s: opted in (%s) but it does not exist; it is steered once it "
                                     "appears",
                                     n->name, optin_source_to_string(n->source));

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <time.h>
 
+#include "cgroup-confine.h"
 #include "log.h"
 #include "policy.h"
 #include "sampling.h"
@@ -35,7 +36,12 @@ int resolve_config_cgroups(const RootDir *root, const Config *config, ResolvedCg
         }
         for (size_t i = 0; i < config->n_opt_ins; i++) {
                 const OptInEntry *e = &config->opt_ins[i];
-                r = cgroup_resolve(root, &mounts, e->cgroup, &rc.locations[rc.n]);
+                char why[CGROUP_WHY_MAX];
+                r = cgroup_resolve_full(root, &mounts, e->cgroup, &rc.locations[rc.n], why, sizeof(why));
+                if (r == CGROUP_NOT_CONFINED) {
+                        log_warning("Opted-in cgroup %s: refused: %s; skipping it", e->cgroup, why);
+                        continue;
+                }
                 if (r < 0) {
                         log_warning_errno(
                                 r, "Opted-in cgroup %s: not found in any cgroup hierarchy; skipping it",

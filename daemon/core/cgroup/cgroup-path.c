@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <sys/stat.h>
 
+#include "cgroup-confine.h"
 #include "cgroup-path.h"
 #include "log.h"
 
@@ -36,11 +37,19 @@ int cgroup_mounts_read(const RootDir *root, CgroupMounts *ret) {
                 char dev[256], dir[1024], type[64], opts[1024];
                 if (sscanf(line, "%255s %1023s %63s %1023s", dev, dir, type, opts) != 4)
                         continue;
+                if ((streq(type, "cgroup2") || streq(type, "cgroup")) &&
+                    (cgroup_path_canonical(dir, NULL, 0) < 0 || strchr(dir, '\\'))) {
+                        log_warning("/proc/self/mounts: cgroup mount point '%.256s' is not a canonical "
+                                    "path; ignored",
+                                    dir);
+                        continue;
+                }
                 if (streq(type, "cgroup2") && !m.v2)
                         m.v2 = strdup(dir);
                 else if (streq(type, "cgroup") && has_option(opts, "cpuset") && !m.v1_cpuset)
                         m.v1_cpuset = strdup(dir);
         }
+        m.host = rootdir_is_host(root);
         *ret = m;
         return 0;
 }
@@ -50,59 +59,57 @@ void cgroup_location_done(CgroupLocation *l) {
         *l = (CgroupLocation){};
 }
 
-static bool is_dir(const RootDir *root, const char *path) {
-        struct stat st;
-        while (*path == '/')
-                path++;
-        return fstatat(root->fd, *path ? path : ".", &st, 0) == 0 && S_ISDIR(st.st_mode);
+/* One candidate directory: 1 taken, 0 not there, < 0 refused or failed. */
+static int try_dir(const RootDir *root, const CgroupMounts *m, char *dir, CgroupLocation *ret, char *why,
+                   size_t why_size) {
+        bool v2;
+        int r = cgroup_dir_confined(root, m, dir, &v2, NULL, why, why_size);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        *ret = (CgroupLocation){.dir = dir, .v2 = v2};
+        return 1;
 }
 
-static bool path_below(const char *path, const char *mount) {
-        if (!mount)
-                return false;
-        size_t n = strlen(mount);
-        return strncmp(path, mount, n) == 0 && (path[n] == '/' || path[n] == '\0');
+int cgroup_resolve_full(const RootDir *root, const CgroupMounts *m, const char *name, CgroupLocation *ret,
+                        char *why, size_t why_size) {
+        int r;
+
+        if (!root || !m || !name || !ret)
+                return -EINVAL;
+        if (cgroup_path_confined(m, name, NULL, NULL, 0) == 0) {
+                /* An absolute directory below a mount, taken as it is. */
+                char *dir = strdup(name);
+                if (!dir)
+                        return -ENOMEM;
+                r = try_dir(root, m, dir, ret, why, why_size);
+                if (r <= 0)
+                        free(dir);
+                return r < 0 ? r : r == 0 ? -ENOENT : 0;
+        }
+        /* cgroup2 first: where both have the group, v2 is what systemd
+         * manages; on this project's hybrid hosts only v1 has cpuset. A
+         * candidate that exists and is refused ends the search: a name must
+         * not slip past a symlink to the other hierarchy. */
+        const char *const mounts[] = {m->v2, m->v1_cpuset};
+        for (size_t i = 0; i < ELEMENTSOF(mounts); i++) {
+                if (!mounts[i])
+                        continue;
+                char *p;
+                if (asprintf(&p, "%s%s", mounts[i], streq(name, "/") ? "" : name) < 0)
+                        return -ENOMEM;
+                r = try_dir(root, m, p, ret, why, why_size);
+                if (r <= 0)
+                        free(p);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        return -ENOENT;
 }
 
 int cgroup_resolve(const RootDir *root, const CgroupMounts *m, const char *name, CgroupLocation *ret) {
-        char *dir = NULL;
-        bool v2;
-
-        if (m->v2 && path_below(name, m->v2)) {
-                dir = strdup(name);
-                v2 = true;
-        } else if (m->v1_cpuset && path_below(name, m->v1_cpuset)) {
-                dir = strdup(name);
-                v2 = false;
-        } else {
-                /* cgroup2 first: where both have the group, v2 is what systemd
-                 * manages; on this project's hybrid hosts only v1 has cpuset. */
-                const char *const mounts[] = {m->v2, m->v1_cpuset};
-                for (size_t i = 0; i < ELEMENTSOF(mounts) && !dir; i++) {
-                        if (!mounts[i])
-                                continue;
-                        char *p;
-                        if (asprintf(&p, "%s%s", mounts[i], streq(name, "/") ? "" : name) < 0)
-                                return -ENOMEM;
-                        /* The v2 mount of a hybrid host rarely has the cpuset controller: a
-                         * group there without cgroup.threads is not worth steering. */
-                        if (is_dir(root, p)) {
-                                dir = p;
-                                v2 = i == 0;
-                        } else
-                                free(p);
-                }
-                if (!dir)
-                        return -ENOENT;
-        }
-        if (!dir)
-                return -ENOMEM;
-        if (!is_dir(root, dir)) {
-                free(dir);
-                return -ENOENT;
-        }
-        *ret = (CgroupLocation){.dir = dir, .v2 = v2};
-        return 0;
+        return cgroup_resolve_full(root, m, name, ret, NULL, 0);
 }
 
 int cgroup_read_attr(const RootDir *root, const char *dir, const char *name, char **ret) {

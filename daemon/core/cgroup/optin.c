@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "cgroup-confine.h"
 #include "log.h"
 #include "optin.h"
 
@@ -18,6 +20,7 @@ void optin_set_done(OptInSet *s) {
         for (size_t i = 0; i < s->n; i++) {
                 free(s->items[i].name);
                 free(s->items[i].rule);
+                free(s->items[i].refused);
                 cgroup_location_done(&s->items[i].loc);
         }
         free(s->items);
@@ -42,7 +45,8 @@ typedef struct Scan {
         const OptInRuleKind *kinds;
         size_t n_rules;
         unsigned max_depth;
-        bool v2; /* walking the cgroup2 tree: the one systemd names after its units */
+        bool v2;   /* walking the cgroup2 tree: the one systemd names after its units */
+        dev_t dev; /* the mount's device: a directory on another is not walked into */
 } Scan;
 
 static int scan_push(Scan *s, const char *name, CgroupPolicy p) {
@@ -146,7 +150,13 @@ static int scan_dir(Scan *s, int dirfd, const char *rel, const char *shown, unsi
                 _cleanup_(closep) int sub =
                         openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                 if (sub < 0)
-                        continue; /* removed meanwhile */
+                        continue; /* removed meanwhile, or a symbolic link */
+                struct stat st;
+                if (fstat(sub, &st) < 0 || st.st_dev != s->dev) {
+                        log_debug("%s/%s: another file system mounted into the cgroup tree; not walked",
+                                  shown, de->d_name);
+                        continue;
+                }
                 _cleanup_(freep) char *subrel = NULL, *subshown = NULL;
                 if (asprintf(&subrel, "%s/%s", rel, de->d_name) < 0 ||
                     asprintf(&subshown, "%s/%s", shown, de->d_name) < 0)
@@ -174,6 +184,31 @@ void optin_scan_done(OptInScan *s) {
         *s = (OptInScan){};
 }
 
+/* The mount point, confined like any cgroup directory (no symbolic link on
+ * the way to it), opened for reading; its device in *ret_dev. */
+static int open_mount(const RootDir *root, const CgroupMounts *m, const char *mount, dev_t *ret_dev) {
+        char why[CGROUP_WHY_MAX];
+        _cleanup_(closep) int path_fd = -EBADF;
+        struct stat st;
+
+        int r = cgroup_dir_confined(root, m, mount, NULL, &path_fd, why, sizeof(why));
+        if (r < 0) {
+                if (r == CGROUP_NOT_CONFINED)
+                        log_warning("Cgroup mount %s: %s; not walked", mount, why);
+                return r;
+        }
+        int fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0) {
+                r = negative_errno();
+                close(fd);
+                return r;
+        }
+        *ret_dev = st.st_dev;
+        return fd;
+}
+
 int optin_scan(const RootDir *root, const CgroupMounts *m, unsigned max_depth, const char *const *rules,
                size_t n_rules, OptInScan *ret) {
         _cleanup_(freep) OptInRuleKind *kinds = calloc(n_rules + 1, sizeof(OptInRuleKind));
@@ -189,8 +224,8 @@ int optin_scan(const RootDir *root, const CgroupMounts *m, unsigned max_depth, c
         for (size_t i = 0; i < ELEMENTSOF(mounts) && r >= 0; i++) {
                 if (!mounts[i])
                         continue;
-                _cleanup_(closep) int fd = -EBADF;
-                if (rootdir_open_file(root, mounts[i], O_RDONLY | O_DIRECTORY, &fd) < 0)
+                _cleanup_(closep) int fd = open_mount(root, m, mounts[i], &s.dev);
+                if (fd < 0)
                         continue;
                 s.v2 = i == 0;
                 r = scan_dir(&s, fd, "", mounts[i], 0);
@@ -242,6 +277,8 @@ int optin_scan_xattrs(const RootDir *root, const CgroupMounts *m, unsigned max_d
 }
 
 static int add(OptInSet *set, const RootDir *root, const CgroupMounts *m, const OptInCandidate *c) {
+        char why[CGROUP_WHY_MAX] = "";
+
         for (size_t i = 0; i < set->n; i++)
                 if (streq(set->items[i].name, c->cgroup))
                         return 0; /* a candidate of higher precedence had it */
@@ -249,15 +286,14 @@ static int add(OptInSet *set, const RootDir *root, const CgroupMounts *m, const 
         *o = (OptIn){.policy = c->policy, .source = c->source};
         o->name = strdup(c->cgroup);
         o->rule = strdup(c->rule ?: c->cgroup);
-        if (!o->name || !o->rule) {
+        int r = o->name && o->rule ? cgroup_resolve_full(root, m, c->cgroup, &o->loc, why, sizeof(why))
+                                   : -ENOMEM;
+        if (r == CGROUP_NOT_CONFINED && !(o->refused = strdup(why)))
+                r = -ENOMEM;
+        if (r < 0 && r != -ENOENT && r != CGROUP_NOT_CONFINED) {
                 free(o->name);
                 free(o->rule);
-                return -ENOMEM;
-        }
-        int r = cgroup_resolve(root, m, c->cgroup, &o->loc);
-        if (r < 0 && r != -ENOENT) {
-                free(o->name);
-                free(o->rule);
+                free(o->refused);
                 return r;
         }
         set->n++;
@@ -349,4 +385,46 @@ int optin_candidates(const OptInScan *scan, const OptInEntry *runtime, size_t n_
         *ret_n = c.n;
         *ret = TAKE_PTR(c.items);
         return 0;
+}
+
+/* The first component of an absolute path is one of the host's pseudo file
+ * systems, where the cgroup mounts and the magic links live. */
+static bool names_host_dir(const char *rule) {
+        static const char *const tops[] = {"proc", "sys", "dev"};
+        const char *e = strchrnul(rule + 1, '/');
+
+        for (size_t i = 0; i < ELEMENTSOF(tops); i++)
+                if ((size_t) (e - rule - 1) == strlen(tops[i]) &&
+                    strncmp(rule + 1, tops[i], e - rule - 1) == 0)
+                        return true;
+        return false;
+}
+
+int optin_rule_check(const RootDir *root, const CgroupMounts *m, const char *rule, bool check_dir, char *why,
+                     size_t why_size) {
+        OptInRuleKind kind = optin_rule_kind(rule);
+        int r;
+
+        if (kind < 0) {
+                snprintf(why, why_size,
+                         "'%.256s' is not a cgroup: an absolute path (/bench1) without '.', '..' or empty "
+                         "components, a glob (/machine.slice/*) or a unit name (nginx.service)",
+                         rule ?: "");
+                return -EINVAL;
+        }
+        if (kind == OPTIN_RULE_UNIT)
+                return 0;
+        if (kind == OPTIN_RULE_PATH && cgroup_path_canonical(rule, why, why_size) < 0)
+                return -EINVAL;
+        bool at_mount = cgroup_path_confined(m, rule, NULL, NULL, 0) == 0;
+        if (!at_mount && names_host_dir(rule)) {
+                (void) cgroup_path_confined(m, rule, NULL, why, why_size);
+                return CGROUP_NOT_CONFINED;
+        }
+        if (kind != OPTIN_RULE_PATH || !check_dir)
+                return 0;
+        CgroupLocation loc = {};
+        r = cgroup_resolve_full(root, m, rule, &loc, why, why_size);
+        cgroup_location_done(&loc);
+        return r == -ENOENT ? 0 : r;
 }

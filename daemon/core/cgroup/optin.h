@@ -32,7 +32,8 @@ typedef struct OptIn {
         char *rule; /* what brought it in: the path, the glob, the unit name, or STEERD_XATTR */
         CgroupPolicy policy;
         OptInSource source;
-        CgroupLocation loc; /* loc.dir NULL: it does not exist (now) */
+        CgroupLocation loc; /* loc.dir NULL: it does not exist (now), or it is refused */
+        char *refused;      /* why its directory is refused (cgroup_dir_confined()), else NULL */
 } OptIn;
 
 typedef struct OptInSet {
@@ -95,6 +96,20 @@ int optin_candidates(const OptInScan *scan, const OptInEntry *runtime, size_t n_
 /* The set from candidates in precedence order (the first for a cgroup
  * wins), each resolved to its directory. A cgroup that does not exist
  * stays in the set with loc.dir == NULL, so that it is steered as soon as
- * it appears. */
+ * it appears; one whose directory is refused by the confinement stays with
+ * loc.dir == NULL and refused saying why (never steered while so). */
 int optin_set_build(const RootDir *root, const CgroupMounts *m, const OptInCandidate *c, size_t n,
                     OptInSet *ret);
+
+/* Whether a rule from outside (a config line, a bus call, runtime.json) may
+ * be taken in: 0 if so. -EINVAL: it is no rule (optin_rule_kind()), or a
+ * path that is not canonical ("//", a trailing "/"). CGROUP_NOT_CONFINED
+ * (-EXDEV): it names a directory outside the cgroup mounts: an absolute path
+ * whose first component is proc, sys or dev (/proc/self/root/...,
+ * /proc/PID/cwd, /sys/fs/cgroup/cpu/...) is a host directory, not a cgroup
+ * under a hierarchy, unless it is at or below a cgroup mount; with
+ * check_dir, also a path rule whose directory exists and is refused by
+ * cgroup_dir_confined() (a symbolic link, a bind mount). A path that does not
+ * exist (yet) is fine. why (CGROUP_WHY_MAX) says what is wrong. */
+int optin_rule_check(const RootDir *root, const CgroupMounts *m, const char *rule, bool check_dir, char *why,
+                     size_t why_size);

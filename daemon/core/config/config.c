@@ -273,7 +273,8 @@ static int add_opt_in(ParseState *ps, const char *cgroup, const char *value) {
 
         if (optin_rule_kind(cgroup) < 0)
                 return parse_error(ps, ps->line,
-                                   "[OptIn] '%s': not a cgroup path (absolute, without '.' or '..'), a glob "
+                                   "[OptIn] '%s': not a cgroup path (absolute, without '.', '..' or empty "
+                                   "components), a glob "
                                    "(/machine.slice/*) or a unit name (nginx.service)",
                                    cgroup);
         if (p < 0)

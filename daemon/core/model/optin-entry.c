@@ -8,11 +8,12 @@ int optin_entry_validate_cgroup(const char *path) {
                 return -EINVAL;
         if (strlen(path) >= 4096)
                 return -ENAMETOOLONG;
-        /* ".." would let an opt-in escape its hierarchy. */
-        for (const char *p = path; *p;) {
+        /* ".." would let an opt-in escape its hierarchy; "." and empty
+         * components ("//", a trailing "/") make two spellings of one cgroup. */
+        for (const char *p = path; *p && !streq(path, "/");) {
                 const char *e = strchrnul(p + 1, '/');
                 size_t n = (size_t) (e - p - 1);
-                if ((n == 2 && strncmp(p + 1, "..", 2) == 0) || (n == 1 && p[1] == '.'))
+                if (n == 0 || (n == 2 && strncmp(p + 1, "..", 2) == 0) || (n == 1 && p[1] == '.'))
                         return -EINVAL;
                 p = e;
         }

@@ -36,8 +36,8 @@ typedef enum OptInRuleKind {
 const char *optin_rule_kind_to_string(OptInRuleKind k);
 
 /* The kind of a valid rule; -EINVAL (or -ENAMETOOLONG) for one that is
- * none: a relative path that is no unit name, '.' or '..' components,
- * control characters. */
+ * none: a relative path that is no unit name, '.', '..' or empty
+ * components, control characters. */
 OptInRuleKind optin_rule_kind(const char *rule);
 
 /* path (a cgroup's path under its mount, "/" for the mount itself, or an
@@ -45,6 +45,7 @@ OptInRuleKind optin_rule_kind(const char *rule);
 bool optin_glob_match(const char *pattern, const char *path);
 
 /* 0 if path can name a cgroup: absolute, no "." or ".." component (which
- * would let an opt-in escape its hierarchy), no control characters, shorter
- * than PATH_MAX; else -EINVAL or -ENAMETOOLONG. */
+ * would let an opt-in escape its hierarchy), no empty one ("//", a trailing
+ * "/"), no control characters, shorter than PATH_MAX; else -EINVAL or
+ * -ENAMETOOLONG. */
 int optin_entry_validate_cgroup(const char *path);
