@@ -5,6 +5,7 @@
 #include <systemd/sd-event.h>
 
 #include "bus.h"
+#include "cgroup-confine.h"
 #include "sampling.h"
 #include "log.h"
 #include "snapshot-json.h"
@@ -215,7 +216,11 @@ static int method_reset_mode(sd_bus_message *msg, void *userdata, sd_bus_error *
         return sd_bus_reply_method_return(msg, "b", r > 0);
 }
 
-static int check_cgroup_arg(const char *cgroup, sd_bus_error *error) {
+/* The length cap, the syntax of a rule, and its confinement to the cgroup
+ * mounts (optin_rule_check(); check_dir: also the directory of a path rule
+ * that exists: what OptIn acts on). */
+static int check_cgroup_arg(const Manager *m, const char *cgroup, bool check_dir, sd_bus_error *error) {
+        char why[CGROUP_WHY_MAX] = "";
         size_t n = strnlen(cgroup, STEERD_BUS_PATH_MAX + 1);
         if (n > STEERD_BUS_PATH_MAX)
                 return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
@@ -224,10 +229,26 @@ static int check_cgroup_arg(const char *cgroup, sd_bus_error *error) {
                 return sd_bus_error_setf(
                         error, STEERD_ERROR_INVALID_ARGUMENT,
                         "'%.256s' is not a cgroup: give an absolute path such as /bench1 or "
-                        "/system.slice/app.service (without '.' or '..'), a glob such as "
+                        "/system.slice/app.service (without '.', '..' or empty components), a glob such as "
                         "/system.slice/docker-*.scope, or a systemd unit name such as nginx.service",
                         cgroup);
+        int r = optin_rule_check(m->root, &m->mounts, cgroup, check_dir, why, sizeof(why));
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
+                                         "'%.256s' is refused: %s; steerd acts only on cgroups below the "
+                                         "cgroup mounts",
+                                         cgroup, why);
         return 0;
+}
+
+static int too_many_rules(sd_bus_error *error, bool opt_in) {
+        return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
+                                 opt_in ? "steerd keeps at most %d runtime opt-ins: opt one out first"
+                                        : "steerd keeps at most %d runtime opt-outs: opting a cgroup in "
+                                          "again drops its opt-out",
+                                 STEERD_RUNTIME_RULES_MAX);
 }
 
 static int method_opt_in(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -241,7 +262,7 @@ static int method_opt_in(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         r = verify_privileged(m, msg, error);
         if (r <= 0)
                 return r < 0 ? r : 1; /* refused, or parked until polkit answers */
-        r = check_cgroup_arg(cgroup, error);
+        r = check_cgroup_arg(m, cgroup, /* check_dir= */ true, error);
         if (r < 0)
                 return r;
         CgroupPolicy p = cgroup_policy_from_string(policy);
@@ -252,6 +273,13 @@ static int method_opt_in(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         if (r == -ENOENT)
                 return sd_bus_error_setf(error, STEERD_ERROR_NO_SUCH_CGROUP,
                                          "No cgroup %s in the cgroup2 or cpuset hierarchy", cgroup);
+        if (r == -E2BIG)
+                return too_many_rules(error, true);
+        if (r == -EINVAL || r == CGROUP_NOT_CONFINED) /* it changed since the check above */
+                return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
+                                         "'%.256s' is refused: its directory is not confined to the cgroup "
+                                         "mounts",
+                                         cgroup);
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, NULL);
@@ -268,13 +296,15 @@ static int method_opt_out(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = verify_privileged(m, msg, error);
         if (r <= 0)
                 return r < 0 ? r : 1; /* refused, or parked until polkit answers */
-        r = check_cgroup_arg(cgroup, error);
+        r = check_cgroup_arg(m, cgroup, /* check_dir= */ false, error);
         if (r < 0)
                 return r;
         r = manager_opt_out(m, cgroup);
         if (r == -ENOENT)
                 return sd_bus_error_setf(error, STEERD_ERROR_NO_SUCH_CGROUP, "Cgroup %s is not opted in",
                                          cgroup);
+        if (r == -E2BIG)
+                return too_many_rules(error, false);
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, NULL);
@@ -356,7 +386,7 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = sd_bus_message_read(msg, "s", &cgroup);
         if (r < 0)
                 return r;
-        r = check_cgroup_arg(cgroup, error);
+        r = check_cgroup_arg(m, cgroup, /* check_dir= */ false, error);
         if (r < 0)
                 return r;
         r = manager_explain(m, cgroup, &e);

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include "bus.h"
+#include "cgroup-confine.h"
 #include "log.h"
 #include "manager-internal.h"
 #include "snapshot-json.h"
@@ -113,11 +114,16 @@ int manager_reset_mode(Manager *m) {
 
 int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy) {
         OptInRuleKind kind = optin_rule_kind(cgroup);
+        char why[CGROUP_WHY_MAX];
         uint64_t now;
         int r;
 
         if (kind < 0)
                 return -EINVAL;
+        /* Confined to the cgroup mounts, as every rule from outside. */
+        r = optin_rule_check(m->root, &m->mounts, cgroup, /* check_dir= */ true, why, sizeof(why));
+        if (r < 0)
+                return r;
         /* A path must name a cgroup that exists; a glob or a unit stands for
          * cgroups that may come later. */
         if (kind == OPTIN_RULE_PATH) {
@@ -274,6 +280,11 @@ int manager_reload(Manager *m, char **ret_error) {
 
         r = config_load_full(m->config_path ?: STEERD_DEFAULT_CONFIG,
                              !m->config_path || streq(m->config_path, STEERD_DEFAULT_CONFIG), &c, ret_error);
+        if (r >= 0) {
+                r = manager_check_config_rules(m, c, ret_error);
+                if (r < 0)
+                        c = config_free(c);
+        }
         if (r < 0) {
                 log_struct(LOG_ERR, STEERD_MESSAGE_CONFIG,
                            "Reload: %s is invalid (see above); the running configuration stays",

@@ -1,8 +1,49 @@
 /* SPDX-License-Identifier: MIT */
 #include <systemd/sd-daemon.h>
 
+#include "cgroup-confine.h"
 #include "log.h"
 #include "manager-internal.h"
+
+/* ---- what comes from outside: confined to the cgroup mounts ---- */
+
+int manager_check_config_rules(const Manager *m, const Config *c, char **ret_error) {
+        _cleanup_(freep) char *text = NULL;
+        int r = 0;
+
+        for (size_t i = 0; i < c->n_opt_ins; i++) {
+                const OptInEntry *e = &c->opt_ins[i];
+                char why[CGROUP_WHY_MAX] = "";
+                int k = optin_rule_check(m->root, &m->mounts, e->cgroup, /* check_dir= */ true, why,
+                                         sizeof(why));
+                if (k == -ENOMEM)
+                        return k;
+                if (k >= 0)
+                        continue;
+                const char *where = e->origin ?: c->path ?: "config";
+                log_error("%s: [OptIn] %s: refused: %s", where, e->cgroup, why);
+                char *t = NULL;
+                if (asprintf(&t, "%s%s%s: [OptIn] %s: refused: %s", text ?: "", text ? "; " : "", where,
+                             e->cgroup, why) < 0)
+                        return -ENOMEM;
+                free(text);
+                text = t;
+                r = -EBADMSG;
+        }
+        if (r < 0 && ret_error)
+                *ret_error = TAKE_PTR(text);
+        return r;
+}
+
+static int check_runtime_rule(const char *rule, bool opt_in, void *userdata, char *why, size_t why_size) {
+        const Manager *m = userdata;
+        /* An opt-out gives back, it never acts on a directory: its text alone is checked. */
+        return optin_rule_check(m->root, &m->mounts, rule, /* check_dir= */ opt_in, why, why_size);
+}
+
+int manager_load_runtime(Manager *m) {
+        return runtime_state_load_checked(m->runtime_file, check_runtime_rule, m, &m->runtime);
+}
 
 /* ---- units and globs: the rescan ---- */
 

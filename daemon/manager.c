@@ -137,14 +137,6 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
             asprintf(&m->ownership_file, "%s/state.json", m->runtime_dir) < 0 ||
             asprintf(&m->runtime_file, "%s/runtime.json", m->state_dir) < 0)
                 return -ENOMEM;
-        if (config->settings.persist_runtime) {
-                (void) runtime_state_load(m->runtime_file, &m->runtime);
-                if (m->runtime.has_mode) {
-                        m->mode = m->runtime.mode;
-                        m->mode_source = MODE_SOURCE_RUNTIME;
-                        m->mode_set_usec = m->runtime.mode_set_usec;
-                }
-        }
         m->topology_live = !o->topology;
         const char *hang = secure_getenv("STEERD_TEST_HANG_FILE");
         if (hang && *hang && !(m->test_hang_file = strdup(hang)))
@@ -156,6 +148,21 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
         r = cgroup_mounts_read(m->root, &m->mounts);
         if (r < 0)
                 return log_error_errno(r, "Cannot read the cgroup mounts");
+        /* What comes from outside is confined to the mounts just read. */
+        r = manager_check_config_rules(m, config, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Refusing to start: the configuration names cgroups outside the "
+                                          "cgroup mounts (see above).");
+        if (config->settings.persist_runtime) {
+                r = manager_load_runtime(m);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot read %s", m->runtime_file);
+                if (m->runtime.has_mode) {
+                        m->mode = m->runtime.mode;
+                        m->mode_source = MODE_SOURCE_RUNTIME;
+                        m->mode_set_usec = m->runtime.mode_set_usec;
+                }
+        }
         r = sampler_new(m->root, m->topo, &config->settings, &m->sampler);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the sampler");

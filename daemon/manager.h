@@ -116,7 +116,10 @@ int manager_reset_mode(Manager *m);
 /* Where the mode in force comes from, for people: "config /etc/steerd/steerd.conf",
  * "steerctl at 2026-12-01 21:04:05 UTC (saved in ...; the config says observe)". */
 const char *manager_mode_origin(const Manager *m, char *buf, size_t size);
-/* -ENOENT if the cgroup exists nowhere (opt-in) or is not opted in (opt-out). */
+/* -ENOENT if the cgroup exists nowhere (opt-in) or is not opted in
+ * (opt-out); -EINVAL or CGROUP_NOT_CONFINED (-EXDEV) if the rule is refused
+ * (optin_rule_check()); -E2BIG if it is new and STEERD_RUNTIME_RULES_MAX
+ * runtime opt-ins (opt-outs) are kept already. */
 int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy);
 int manager_opt_out(Manager *m, const char *cgroup);
 void manager_counters(const Manager *m, ManagerCounters *ret);
@@ -130,6 +133,13 @@ int manager_describe_json(const Manager *m, char **ret);
 /* Re-read the config; a bad file keeps the running one (and says so). */
 /* On a bad file, ret_error (optional) gets its first error as file:line: reason. */
 int manager_reload(Manager *m, char **ret_error);
+/* Every [OptIn] rule of c confined to the cgroup mounts (optin_rule_check()
+ * with its directory): -EBADMSG if one is not, each logged and, in
+ * ret_error (optional), all as "file:line: [OptIn] RULE: refused: why; ...". */
+int manager_check_config_rules(const Manager *m, const Config *c, char **ret_error);
+/* Load the runtime state (runtime.json) with each rule confined likewise: a
+ * file with a refused rule is set aside as runtime.json.bad. */
+int manager_load_runtime(Manager *m);
 /* Re-resolve the opted-in cgroups; a cgroup that left is given back.
  * rescan_trees: walk the cgroup trees again (xattrs, globs, units), as
  * every RescanIntervalMs. */

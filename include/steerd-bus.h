@@ -25,9 +25,13 @@
  *   OptIn(s cgroup, s policy)            root or polkit; policy latency | balanced; cgroup is a
  *                                        path, a glob (/machine.slice/x-*.scope: cgroups that
  *                                        appear later are taken in at the next rescan) or a
- *                                        systemd unit name (nginx.service)
+ *                                        systemd unit name (nginx.service); a path outside the
+ *                                        cgroup mounts (/proc/..., a symbolic link, a bind
+ *                                        mount) is InvalidArgument, and so is a new rule beyond
+ *                                        STEERD_RUNTIME_RULES_MAX
  *   OptOut(s cgroup)                     root or polkit; gives the cgroup's CPUs back; a glob or
- *                                        unit name opts that rule out (also the config's)
+ *                                        unit name opts that rule out (also the config's); at
+ *                                        most STEERD_RUNTIME_RULES_MAX opt-outs are kept
  *   ListCgroups() -> a(sssssu)           everyone: name, policy, source (runtime|config|xattr),
  *                                        directory ("" if it does not exist), current CPUs, threads
  *   ListCgroupsEx() -> a(sssssus)        the same, and the rule that brought each in: the path
@@ -61,3 +65,7 @@
 
 /* Longest cgroup path a bus caller may pass. */
 #define STEERD_BUS_PATH_MAX 4096
+/* Most runtime opt-ins (OptIn rules) steerd keeps, and most runtime opt-outs:
+ * one more is refused with InvalidArgument (runtime.json with more is
+ * malformed). */
+#define STEERD_RUNTIME_RULES_MAX 1024

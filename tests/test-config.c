@@ -80,6 +80,14 @@ static void test_full_file_and_dropins(void **state) {
         assert_string_equal(c->opt_ins[3].cgroup, "/kubepods.slice/**/cri-containerd-*.scope");
         assert_string_equal(c->opt_ins[4].cgroup, "nginx.service");
         assert_int_equal(c->opt_ins[4].policy, CGROUP_POLICY_LATENCY);
+        /* Each rule knows the line that set it last, for the checks that
+         * need the cgroup mounts (the daemon's, with file:line). */
+        char *where = NULL;
+        assert_true(asprintf(&where, "%s:12", p) > 0);
+        assert_string_equal(c->opt_ins[1].origin, where);
+        free(where);
+        assert_non_null(strstr(c->opt_ins[0].origin, "steerd.conf.d/10-a.conf:4"));
+        assert_non_null(strstr(c->opt_ins[4].origin, "steerd.conf.d/20-b.conf:4"));
         assert_int_equal(c->settings.rescan_interval_ms, 2000);
         config_free(c);
         free(p);

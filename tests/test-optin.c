@@ -8,6 +8,7 @@
 
 #include "optin.h"
 #include "runtime-state.h"
+#include "steerd-bus.h"
 
 static char *make_tree(void) {
         char *dir = test_mkdtemp();
@@ -331,6 +332,102 @@ static void test_runtime_state(void **state) {
         free(dir);
 }
 
+/* runtime.json and steerctl's edits are capped: STEERD_RUNTIME_RULES_MAX
+ * opt-ins and as many opt-outs; a file with more is set aside. */
+static void test_runtime_caps(void **state) {
+        char *dir = test_mkdtemp(), *path = NULL, *bad = NULL;
+        RuntimeState s = {}, back = {};
+        char name[64];
+
+        assert_true(asprintf(&path, "%s/runtime.json", dir) > 0);
+        assert_true(asprintf(&bad, "%s.bad", path) > 0);
+        for (int i = 0; i < STEERD_RUNTIME_RULES_MAX; i++) {
+                snprintf(name, sizeof(name), "/g%d", i);
+                assert_int_equal(runtime_state_opt_in(&s, name, CGROUP_POLICY_LATENCY), 0);
+        }
+        assert_int_equal(runtime_state_opt_in(&s, "/one-more", CGROUP_POLICY_LATENCY), -E2BIG);
+        assert_int_equal(runtime_state_opt_in(&s, "/g7", CGROUP_POLICY_BALANCED), 0); /* not new */
+        assert_int_equal(s.n_opt_ins, STEERD_RUNTIME_RULES_MAX);
+        for (int i = 0; i < STEERD_RUNTIME_RULES_MAX; i++) {
+                snprintf(name, sizeof(name), "/o%d", i);
+                assert_int_equal(runtime_state_opt_out(&s, name), 0);
+        }
+        /* A full opt-out list: refused, and the opt-in it would drop stays. */
+        assert_int_equal(runtime_state_opt_out(&s, "/g1"), -E2BIG);
+        assert_int_equal(s.n_opt_ins, STEERD_RUNTIME_RULES_MAX);
+        assert_int_equal(runtime_state_save(&s, path), 0);
+        assert_int_equal(runtime_state_load(path, &back), 0); /* at the cap: taken */
+        assert_int_equal(back.n_opt_ins, STEERD_RUNTIME_RULES_MAX);
+        assert_int_equal(back.n_opt_outs, STEERD_RUNTIME_RULES_MAX);
+        runtime_state_done(&back);
+        runtime_state_done(&s);
+
+        /* One over: the file is set aside, nothing of it taken. */
+        FILE *f = fopen(path, "we");
+        assert_non_null(f);
+        fputs("{\"mode\": \"latency\", \"opt_ins\": [", f);
+        for (int i = 0; i <= STEERD_RUNTIME_RULES_MAX; i++)
+                fprintf(f, "%s{\"cgroup\": \"/g%d\", \"policy\": \"latency\"}", i ? ", " : "", i);
+        fputs("]}", f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(runtime_state_load(path, &back), 0);
+        assert_false(back.has_mode);
+        assert_int_equal(back.n_opt_ins, 0);
+        assert_int_equal(access(bad, F_OK), 0);
+        assert_int_equal(access(path, F_OK), -1);
+
+        free(bad);
+        free(path);
+        test_rm_rf(dir);
+        free(dir);
+}
+
+/* The daemon's check of each rule of runtime.json (its confinement): one
+ * refused rule sets the whole file aside. */
+static int refuse_proc(const char *rule, bool opt_in, void *userdata, char *why, size_t why_size) {
+        (*(unsigned *) userdata)++;
+        if (strncmp(rule, "/proc/", 6) != 0)
+                return 0;
+        snprintf(why, why_size, "%s is outside the cgroup mounts", rule);
+        return -EXDEV;
+}
+
+static void test_runtime_checked(void **state) {
+        char *dir = test_mkdtemp(), *path = NULL, *bad = NULL;
+        RuntimeState back = {};
+        unsigned calls = 0;
+
+        assert_true(asprintf(&path, "%s/runtime.json", dir) > 0);
+        assert_true(asprintf(&bad, "%s.bad", path) > 0);
+        test_write_file(dir, "runtime.json",
+                        "{\"mode\": \"latency\", \"opt_ins\": [{\"cgroup\": \"/bench1\", \"policy\": "
+                        "\"latency\"}], \"opt_outs\": [\"/b\"]}");
+        assert_int_equal(runtime_state_load_checked(path, refuse_proc, &calls, &back), 0);
+        assert_int_equal(calls, 2);
+        assert_int_equal(back.n_opt_ins, 1);
+        runtime_state_done(&back);
+        static const char *const hostile[] = {
+                "{\"mode\": \"latency\", \"opt_ins\": [{\"cgroup\": \"/bench1\", \"policy\": "
+                "\"latency\"}, {\"cgroup\": \"/proc/self/root/sys/fs/cgroup/cpuset/x\", \"policy\": "
+                "\"latency\"}]}",
+                "{\"opt_outs\": [\"/proc/1/cwd\"]}",
+                "{\"opt_ins\": [{\"cgroup\": \"/a//b\", \"policy\": \"latency\"}]}",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(hostile); i++) {
+                test_write_file(dir, "runtime.json", hostile[i]);
+                (void) unlink(bad);
+                assert_int_equal(runtime_state_load_checked(path, refuse_proc, &calls, &back), 0);
+                assert_false(back.has_mode);
+                assert_int_equal(back.n_opt_ins, 0);
+                assert_int_equal(back.n_opt_outs, 0);
+                assert_int_equal(access(bad, F_OK), 0);
+        }
+        free(bad);
+        free(path);
+        test_rm_rf(dir);
+        free(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_xattr_scan_and_precedence),
@@ -338,6 +435,8 @@ int main(void) {
                 cmocka_unit_test(test_glob_and_unit_rules),
                 cmocka_unit_test(test_resolve_absolute),
                 cmocka_unit_test(test_runtime_state),
+                cmocka_unit_test(test_runtime_caps),
+                cmocka_unit_test(test_runtime_checked),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -281,21 +281,31 @@ static int add_opt_in(ParseState *ps, const char *cgroup, const char *value) {
                 return parse_error(ps, ps->line, "[OptIn] %s=: unknown policy '%s' (latency, balanced)",
                                    cgroup, value);
 
+        /* Where it was set, for the checks that need the cgroup mounts. */
+        char *origin = NULL;
+        if (asprintf(&origin, "%s:%u", ps->file, ps->line) < 0)
+                return -ENOMEM;
         /* A drop-in may override an earlier line for the same cgroup. */
         for (size_t i = 0; i < c->n_opt_ins; i++)
                 if (streq(c->opt_ins[i].cgroup, cgroup)) {
                         c->opt_ins[i].policy = p;
+                        free(c->opt_ins[i].origin);
+                        c->opt_ins[i].origin = origin;
                         return 0;
                 }
 
         OptInEntry *n = realloc(c->opt_ins, (c->n_opt_ins + 1) * sizeof(*n));
-        if (!n)
+        if (!n) {
+                free(origin);
                 return -ENOMEM;
+        }
         c->opt_ins = n;
         char *dup = strdup(cgroup);
-        if (!dup)
+        if (!dup) {
+                free(origin);
                 return -ENOMEM;
-        c->opt_ins[c->n_opt_ins++] = (OptInEntry){.cgroup = dup, .policy = p};
+        }
+        c->opt_ins[c->n_opt_ins++] = (OptInEntry){.cgroup = dup, .policy = p, .origin = origin};
         return 0;
 }
 
@@ -400,9 +410,7 @@ static int filter_conf(const struct dirent *de) {
 Config *config_free(Config *c) {
         if (!c)
                 return NULL;
-        for (size_t i = 0; i < c->n_opt_ins; i++)
-                free(c->opt_ins[i].cgroup);
-        free(c->opt_ins);
+        optin_entries_free(c->opt_ins, c->n_opt_ins);
         free(c->path);
         free(c);
         return NULL;

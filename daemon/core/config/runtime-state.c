@@ -6,6 +6,7 @@
 #include "log.h"
 #include "runtime-state.h"
 #include "snapshot-json.h"
+#include "steerd-bus.h"
 
 void runtime_state_done(RuntimeState *s) {
         optin_entries_free(s->opt_ins, s->n_opt_ins);
@@ -40,12 +41,15 @@ static int remove_opt_out(RuntimeState *s, const char *cgroup) {
 }
 
 int runtime_state_opt_in(RuntimeState *s, const char *cgroup, CgroupPolicy p) {
-        remove_opt_out(s, cgroup);
         for (size_t i = 0; i < s->n_opt_ins; i++)
                 if (streq(s->opt_ins[i].cgroup, cgroup)) {
                         s->opt_ins[i].policy = p;
+                        remove_opt_out(s, cgroup);
                         return 0;
                 }
+        if (s->n_opt_ins >= STEERD_RUNTIME_RULES_MAX)
+                return -E2BIG;
+        remove_opt_out(s, cgroup);
         OptInEntry *n = realloc(s->opt_ins, (s->n_opt_ins + 1) * sizeof(OptInEntry));
         if (!n)
                 return -ENOMEM;
@@ -58,6 +62,8 @@ int runtime_state_opt_in(RuntimeState *s, const char *cgroup, CgroupPolicy p) {
 }
 
 int runtime_state_opt_out(RuntimeState *s, const char *cgroup) {
+        if (!runtime_state_opted_out(s, cgroup) && s->n_opt_outs >= STEERD_RUNTIME_RULES_MAX)
+                return -E2BIG;
         remove_opt_in(s, cgroup);
         if (runtime_state_opted_out(s, cgroup))
                 return 0;
@@ -78,56 +84,110 @@ bool runtime_state_opted_out(const RuntimeState *s, const char *cgroup) {
         return false;
 }
 
-static int parse(json_object *o, RuntimeState *s) {
-        json_object *v;
+typedef struct Checker {
+        RuntimeRuleCheck check;
+        void *userdata;
+        char why[RUNTIME_WHY_MAX]; /* why the file is refused, if it is */
+} Checker;
 
-        if (!json_object_is_type(o, json_type_object))
+/* One rule of the file: a rule, and one the reader's check takes. */
+static int check_rule(Checker *k, bool opt_in, size_t i, const char *rule) {
+        const char *list = opt_in ? "opt_ins" : "opt_outs";
+        char why[RUNTIME_WHY_MAX] = "";
+
+        if (!rule || optin_rule_kind(rule) < 0) {
+                snprintf(k->why, sizeof(k->why), "%s[%zu]: '%.256s' is not a cgroup rule", list, i,
+                         rule ?: "");
                 return -EBADMSG;
-        if (json_object_object_get_ex(o, "mode", &v) && json_object_is_type(v, json_type_string)) {
-                Mode m = mode_from_string(json_object_get_string(v));
-                if (m < 0)
-                        return -EBADMSG;
-                s->has_mode = true;
-                s->mode = m;
-                json_object *t;
-                if (json_object_object_get_ex(o, "mode_set_usec", &t) &&
-                    json_object_is_type(t, json_type_int))
-                        s->mode_set_usec = json_object_get_uint64(t);
         }
-        if (json_object_object_get_ex(o, "opt_ins", &v)) {
-                if (!json_object_is_type(v, json_type_array))
-                        return -EBADMSG;
-                for (size_t i = 0; i < json_object_array_length(v); i++) {
-                        json_object *e = json_object_array_get_idx(v, i), *c, *p;
-                        if (!json_object_object_get_ex(e, "cgroup", &c) ||
-                            !json_object_object_get_ex(e, "policy", &p))
-                                return -EBADMSG;
-                        const char *cg = json_object_get_string(c);
-                        CgroupPolicy pol = cgroup_policy_from_string(json_object_get_string(p));
-                        if (!cg || optin_rule_kind(cg) < 0 || pol < 0)
-                                return -EBADMSG;
-                        int r = runtime_state_opt_in(s, cg, pol);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        if (json_object_object_get_ex(o, "opt_outs", &v)) {
-                if (!json_object_is_type(v, json_type_array))
-                        return -EBADMSG;
-                for (size_t i = 0; i < json_object_array_length(v); i++) {
-                        const char *cg = json_object_get_string(json_object_array_get_idx(v, i));
-                        if (!cg || optin_rule_kind(cg) < 0)
-                                return -EBADMSG;
-                        int r = runtime_state_opt_out(s, cg);
-                        if (r < 0)
-                                return r;
-                }
+        if (k->check && k->check(rule, opt_in, k->userdata, why, sizeof(why)) < 0) {
+                snprintf(k->why, sizeof(k->why), "%s[%zu]: %s", list, i, why);
+                return -EBADMSG;
         }
         return 0;
 }
 
-int runtime_state_load(const char *path, RuntimeState *ret) {
+static int too_many(Checker *k, const char *list, size_t n) {
+        snprintf(k->why, sizeof(k->why), "%s: %zu rules, at most %d are taken", list, n,
+                 STEERD_RUNTIME_RULES_MAX);
+        return -EBADMSG;
+}
+
+static int parse_mode(json_object *o, RuntimeState *s) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, "mode", &v) || !json_object_is_type(v, json_type_string))
+                return 0;
+        Mode m = mode_from_string(json_object_get_string(v));
+        if (m < 0)
+                return -EBADMSG;
+        s->has_mode = true;
+        s->mode = m;
+        json_object *t;
+        if (json_object_object_get_ex(o, "mode_set_usec", &t) && json_object_is_type(t, json_type_int))
+                s->mode_set_usec = json_object_get_uint64(t);
+        return 0;
+}
+
+static int parse_opt_ins(json_object *v, RuntimeState *s, Checker *k) {
+        if (!json_object_is_type(v, json_type_array))
+                return -EBADMSG;
+        size_t n = json_object_array_length(v);
+        if (n > STEERD_RUNTIME_RULES_MAX)
+                return too_many(k, "opt_ins", n);
+        for (size_t i = 0; i < n; i++) {
+                json_object *e = json_object_array_get_idx(v, i), *c, *p;
+                if (!json_object_object_get_ex(e, "cgroup", &c) ||
+                    !json_object_object_get_ex(e, "policy", &p))
+                        return -EBADMSG;
+                const char *cg = json_object_get_string(c);
+                CgroupPolicy pol = cgroup_policy_from_string(json_object_get_string(p));
+                int r = check_rule(k, true, i, cg);
+                if (r < 0 || pol < 0)
+                        return -EBADMSG;
+                r = runtime_state_opt_in(s, cg, pol);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse_opt_outs(json_object *v, RuntimeState *s, Checker *k) {
+        if (!json_object_is_type(v, json_type_array))
+                return -EBADMSG;
+        size_t n = json_object_array_length(v);
+        if (n > STEERD_RUNTIME_RULES_MAX)
+                return too_many(k, "opt_outs", n);
+        for (size_t i = 0; i < n; i++) {
+                const char *cg = json_object_get_string(json_object_array_get_idx(v, i));
+                int r = check_rule(k, false, i, cg);
+                if (r < 0)
+                        return r;
+                r = runtime_state_opt_out(s, cg);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse(json_object *o, RuntimeState *s, Checker *k) {
+        json_object *v;
+        int r;
+
+        if (!json_object_is_type(o, json_type_object))
+                return -EBADMSG;
+        if ((r = parse_mode(o, s)) < 0)
+                return r;
+        if (json_object_object_get_ex(o, "opt_ins", &v) && (r = parse_opt_ins(v, s, k)) < 0)
+                return r;
+        if (json_object_object_get_ex(o, "opt_outs", &v) && (r = parse_opt_outs(v, s, k)) < 0)
+                return r;
+        return 0;
+}
+
+int runtime_state_load_checked(const char *path, RuntimeRuleCheck check, void *userdata, RuntimeState *ret) {
         RuntimeState s = {};
+        Checker k = {.check = check, .userdata = userdata};
         _cleanup_(json_object_putp) json_object *o = NULL;
 
         if (access(path, F_OK) < 0) {
@@ -135,19 +195,27 @@ int runtime_state_load(const char *path, RuntimeState *ret) {
                 return 0;
         }
         o = json_object_from_file(path);
-        int r = o ? parse(o, &s) : -EBADMSG;
+        int r = o ? parse(o, &s, &k) : -EBADMSG;
+        if (r == -ENOMEM) {
+                runtime_state_done(&s);
+                return r;
+        }
         if (r < 0) {
                 runtime_state_done(&s);
                 _cleanup_(freep) char *bad = NULL;
                 if (asprintf(&bad, "%s.bad", path) >= 0)
                         (void) rename(path, bad);
-                log_error("%s: malformed; moved aside to %s.bad, starting without runtime changes", path,
-                          path);
+                log_error("%s: malformed%s%s; moved aside to %s.bad, starting without runtime changes", path,
+                          k.why[0] ? ": " : "", k.why, path);
                 *ret = (RuntimeState){};
                 return 0;
         }
         *ret = s;
         return 0;
+}
+
+int runtime_state_load(const char *path, RuntimeState *ret) {
+        return runtime_state_load_checked(path, NULL, NULL, ret);
 }
 
 int runtime_state_save(const RuntimeState *s, const char *path) {

@@ -24,8 +24,10 @@ int optin_entry_validate_cgroup(const char *path) {
 }
 
 void optin_entries_free(OptInEntry *e, size_t n) {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 free(e[i].cgroup);
+                free(e[i].origin);
+        }
         free(e);
 }
 

@@ -21,6 +21,7 @@
 typedef struct OptInEntry {
         char *cgroup; /* "/bench1", "/system.slice/app.service", or an absolute directory path */
         CgroupPolicy policy;
+        char *origin; /* a config line: "FILE:LINE" of the line that set it, for messages; else NULL */
 } OptInEntry;
 
 void optin_entries_free(OptInEntry *e, size_t n);
