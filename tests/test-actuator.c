@@ -118,6 +118,10 @@ static int fixture_setup(void **state) {
         Fixture *f = calloc(1, sizeof(Fixture));
         assert_non_null(f);
         f->dir = test_mkdtemp();
+        /* Where cgroup files may be written: nowhere else (cgroup-confine.h). */
+        test_write_file(f->dir, "/proc/self/mounts",
+                        "cgroup2 " V2 " cgroup2 rw 0 0\n"
+                        "cgroup " V1 " cgroup rw,cpuset 0 0\n");
         /* The v1 cpuset hierarchy: its root group and bench1. */
         test_write_file(f->dir, V1 "/cpuset.cpus", "0-3\n");
         test_write_file(f->dir, V1 "/cpuset.effective_cpus", "0-3\n");
@@ -481,6 +485,126 @@ static void test_state_malformed(void **state) {
                 assert_file(f->dir, V1 "/bench1/cpuset.cpus", "0-3");
         }
         free(bad);
+}
+
+/* A state file that names a directory outside the cgroup mounts was not
+ * written by steerd: the whole file is set aside and nothing of it is acted
+ * on (not even its good entries), and nothing outside is written. */
+static void test_state_hostile(void **state) {
+        Fixture *f = *state;
+        _cleanup_(freep) char *bad = NULL, *outside = test_mkdtemp(), *target = NULL, *link = NULL;
+        char entries[8][PATH_MAX * 2];
+        size_t n = 0;
+
+        assert_true(asprintf(&bad, "%s.bad", f->state) > 0);
+        /* What an attacker would have steerd write "0" into: the root's /tmp/x
+         * and /etc, a directory outside the root that a link in the cgroup
+         * tree points at. */
+        test_write_file(f->dir, "/tmp/x/cpuset.cpus", "0-1\n");
+        test_write_file(f->dir, "/etc/cpuset.cpus", "0-1\n");
+        test_write_file(outside, "/target/cpuset.cpus", "0-1\n");
+        assert_true(asprintf(&target, "%s/target", outside) > 0);
+        assert_true(asprintf(&link, "%s" V1 "/evil", f->dir) > 0);
+        assert_int_equal(symlink(target, link), 0);
+        static const char *const dirs[][3] = {
+                /* dir, v2, backend */
+                {"/etc", "false", "cpuset"},
+                {"/tmp/x", "false", "cpuset"},
+                {V1 "/evil", "false", "cpuset"},
+                {"/proc/self/root/tmp/x", "false", "cpuset"},
+                {V1 "/../../../../tmp/x", "false", "cpuset"},
+                {V1 "//bench1", "false", "cpuset"},
+                {V1 "/bench1", "true", "cpuset"}, /* not the hierarchy it claims */
+                {V2 "/app", "true", "systemd"},   /* a unit that is not the directory's */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+                snprintf(entries[n++], sizeof(entries[0]),
+                         "{\"name\": \"/x%zu\", \"dir\": \"%s\", \"v2\": %s, \"backend\": \"%s\", \"unit\": "
+                         "%s, \"original_text\": \"0\", \"original\": \"0\", \"window\": \"0-1\"}",
+                         i, dirs[i][0], dirs[i][1], dirs[i][2],
+                         streq(dirs[i][2], "systemd") ? "\"sshd.service\"" : "null");
+        for (size_t i = 0; i < n; i++) {
+                FILE *fp = fopen(f->state, "we");
+                assert_non_null(fp);
+                /* A good entry first: it is not given back either. */
+                fprintf(fp,
+                        "{\"version\": 1, \"threads\": [], \"cgroups\": ["
+                        "{\"name\": \"/bench1\", \"dir\": \"" V1 "/bench1\", \"v2\": false, \"backend\": "
+                        "\"cpuset\", \"original_text\": \"0-3\", \"original\": \"0-3\", \"window\": \"1\"}, "
+                        "%s]}",
+                        entries[i]);
+                fclose(fp);
+                test_write_file(f->dir, V1 "/bench1/cpuset.cpus", "1\n");
+                (void) unlink(bad);
+                /* A successor that goes on running: it gives back what it
+                 * holds at its stop, and holds nothing of the file. */
+                Actuator *a = NULL;
+                size_t nt = 1, nc = 1;
+                assert_int_equal(actuator_new(f->root, f->state, NULL, &a), 0);
+                if (actuator_take_over(a) != -EBADMSG)
+                        fail_msg("hostile state file %zu was accepted: %s", i, entries[i]);
+                actuator_counts(a, &nt, &nc);
+                assert_int_equal(nt + nc, 0);
+                assert_int_equal(actuator_release_all(a), 0);
+                actuator_free(a);
+                assert_false(exists(f->state));
+                assert_true(exists(bad));
+                assert_file(f->dir, V1 "/bench1/cpuset.cpus", "1");
+                assert_file(f->dir, "/tmp/x/cpuset.cpus", "0-1");
+                assert_file(f->dir, "/etc/cpuset.cpus", "0-1");
+                assert_file(outside, "/target/cpuset.cpus", "0-1");
+                assert_file(f->dir, V2 "/app/cpuset.cpus", "");
+        }
+        /* A cgroup directory that is gone since is no attack: given back = dropped. */
+        FILE *fp = fopen(f->state, "we");
+        assert_non_null(fp);
+        fputs("{\"version\": 1, \"threads\": [], \"cgroups\": [{\"name\": \"/gone\", \"dir\": \"" V1
+              "/gone\", \"v2\": false, \"backend\": \"cpuset\", \"original_text\": \"0\", \"original\": "
+              "\"0\", \"window\": \"1\"}]}",
+              fp);
+        fclose(fp);
+        assert_int_equal(actuator_restore_predecessor(f->root, f->state, NULL), 0);
+        assert_false(exists(f->state));
+        test_rm_rf(outside);
+}
+
+/* Nothing is written outside the mounts, whatever the opted-in list says or
+ * became: a directory that is a link now, or one outside. */
+static void test_write_confined(void **state) {
+        Fixture *f = *state;
+        _cleanup_(freep) char *outside = test_mkdtemp(), *target = NULL, *dir = NULL;
+        _cleanup_(snapshot_freep) Snapshot *snap = snap_new("0-3");
+        ActuatorReport rep = {};
+
+        test_write_file(outside, "/target/cpuset.cpus", "0-3\n");
+        test_write_file(outside, "/target/cpuset.effective_cpus", "0-3\n");
+        test_write_file(f->dir, "/tmp/x/cpuset.cpus", "0-3\n");
+        test_write_file(f->dir, "/tmp/x/cpuset.effective_cpus", "0-3\n");
+        test_write_file(f->dir, "/tmp/cpuset.effective_cpus", "0-3\n");
+        assert_true(asprintf(&target, "%s/target", outside) > 0);
+        /* bench1 becomes a link to the outside after it was resolved. */
+        assert_true(asprintf(&dir, "%s" V1 "/bench1", f->dir) > 0);
+        test_rm_rf(dir);
+        assert_int_equal(symlink(target, dir), 0);
+        static const char *const names[] = {"/bench1", "/tmp-x"};
+        static const CgroupLocation locs[] = {{.dir = (char *) V1 "/bench1"}, {.dir = (char *) "/tmp/x"}};
+        Actuator *a = NULL;
+        assert_int_equal(actuator_new(f->root, f->state, NULL, &a), 0);
+        assert_int_equal(actuator_set_cgroups(a, names, locs, 2), 0);
+        snap_add_cgroup(snap, "/bench1", "0-3");
+        snap_add_cgroup(snap, "/tmp-x", "0-3");
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_plan_ Plan *p = plan_one(ACTION_SET_CGROUP_CPUS, names[i], 0, 0, "1");
+                (void) actuator_apply(a, snap, p, &rep);
+                assert_int_equal(rep.applied, 0);
+                actuator_report_done(&rep);
+        }
+        assert_file(outside, "/target/cpuset.cpus", "0-3");
+        assert_file(f->dir, "/tmp/x/cpuset.cpus", "0-3");
+        assert_int_equal(actuator_release_all(a), 0);
+        assert_file(outside, "/target/cpuset.cpus", "0-3");
+        actuator_free(a);
+        test_rm_rf(outside);
 }
 
 /* A give-back that cannot be done is never dropped: the record stays, in
@@ -1442,6 +1566,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_state_round_trip, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_state_pending, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_state_malformed, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_state_hostile, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_write_confined, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_state_kept_on_failure, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_effective_cpus_walk, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_fixture_threads_untouched, fixture_setup,

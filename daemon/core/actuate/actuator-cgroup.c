@@ -5,6 +5,7 @@
 
 #include "actuator-cgroup.h"
 #include "actuator-systemd.h"
+#include "cgroup-confine.h"
 #include "log.h"
 
 static int parent_dir(const char *dir, char **ret) {
@@ -93,16 +94,16 @@ int act_cgroup_choose_backend(const RootDir *root, bool live, sd_bus *bus, const
         return 0;
 }
 
-static int write_direct(const RootDir *root, const char *dir, const char *text) {
-        _cleanup_(freep) char *path = NULL, *line = NULL;
+/* cpuset.cpus of the directory dirfd (confined, O_PATH), never a link. */
+static int write_direct(int dirfd, const char *text) {
+        _cleanup_(freep) char *line = NULL;
         _cleanup_(closep) int fd = -EBADF;
-        int r;
 
-        if (asprintf(&path, "%s/cpuset.cpus", dir) < 0 || asprintf(&line, "%s\n", text) < 0)
+        if (asprintf(&line, "%s\n", text) < 0)
                 return -ENOMEM;
-        r = rootdir_open_file(root, path, O_WRONLY | O_TRUNC | O_NOCTTY, &fd);
-        if (r < 0)
-                return r;
+        fd = openat(dirfd, "cpuset.cpus", O_WRONLY | O_TRUNC | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
         size_t n = strlen(line);
         ssize_t k = write(fd, line, n);
         if (k < 0)
@@ -138,7 +139,7 @@ static void cgroup_free_one(struct cgroup *cg) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct cgroup *, cgroup_free_one);
 
-static int write_libcgroup(Actuator *a, const char *dir, const char *text) {
+static int write_libcgroup(Actuator *a, const char *dir, int dirfd, const char *text) {
         _cleanup_(cgroup_free_onep) struct cgroup *cg = NULL;
         _cleanup_(freep) char *mount = NULL;
         struct cgroup_controller *ctl;
@@ -161,7 +162,7 @@ static int write_libcgroup(Actuator *a, const char *dir, const char *text) {
                 /* libcgroup knows another cpuset mount than the one the cgroup
                  * lives in (a bind mount, a namespace): write it ourselves. */
                 log_debug("libcgroup mounts cpuset at %s, not above %s: writing directly", mount, dir);
-                return write_direct(a->root, dir, text);
+                return write_direct(dirfd, text);
         }
         const char *rel = dir[n] ? dir + n : "/";
 
@@ -178,12 +179,23 @@ static int write_libcgroup(Actuator *a, const char *dir, const char *text) {
 }
 
 int act_cgroup_write_cpus(Actuator *a, const char *dir, const char *text) {
+        _cleanup_(closep) int dirfd = -EBADF;
+        char why[CGROUP_WHY_MAX];
+
+        /* Whatever the record says, nothing is written outside the cgroup
+         * mounts (a state file, a directory that changed since it was
+         * resolved). */
+        int r = cgroup_dir_confined(a->root, &a->mounts, dir, NULL, &dirfd, why, sizeof(why));
+        if (r == CGROUP_NOT_CONFINED)
+                log_warning("%s: cpuset.cpus not written: %s", dir, why);
+        if (r < 0)
+                return r;
         /* libcgroup cannot be pointed at a fixture tree, and silently skips
          * empty values (verified with libcgroup 2.0.2): v2's "" (inherit the
          * parent's CPUs) is written directly, as "\n" like `echo > file`. */
         if (!a->live || !*text)
-                return write_direct(a->root, dir, text);
-        return write_libcgroup(a, dir, text);
+                return write_direct(dirfd, text);
+        return write_libcgroup(a, dir, dirfd, text);
 }
 
 int act_cgroup_record(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActuatorBackend backend,

@@ -64,6 +64,7 @@ typedef struct OptedIn {
 struct Actuator {
         const RootDir *root; /* borrowed */
         bool live;           /* the root is the host's "/": syscalls and libcgroup apply */
+        CgroupMounts mounts; /* what cgroup directories may be written (cgroup-confine.h) */
         char *state_path;
         sd_bus *bus;
         bool libcgroup_ready;

@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 
 #include "actuator-state.h"
+#include "cgroup-confine.h"
 #include "json-util.h"
 #include "log.h"
+#include "optin-entry.h"
 
 /* The state file: what steerd owns, so that a successor can give it back
  * after a crash (DESIGN.md 5.2). Keyed by (tid, starttime): a reused tid is
@@ -211,11 +213,32 @@ static int dup_string(json_object *v, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-static bool dir_is_sane(const char *d) {
-        /* The file is root's own under /run, but a path from it is written
-         * to: absolute, no "..", nothing odd. */
-        size_t n = strlen(d);
-        return d[0] == '/' && !strstr(d, "/../") && !(n >= 3 && streq(d + n - 3, "/..")) && !strchr(d, '\n');
+/* A cgroup entry is taken only if steerd could have written it: its
+ * directory confined to the cgroup mounts (a directory gone since is fine:
+ * giving back drops it), in the hierarchy the entry says, and a systemd
+ * unit that is the directory's own. Else why says why. */
+static bool cgroup_entry_confined(const Actuator *a, const char *dir, bool v2, const char *unit, char *why,
+                                  size_t why_size) {
+        bool in_v2 = false;
+        int r = cgroup_dir_confined(a->root, &a->mounts, dir, &in_v2, NULL, why, why_size);
+        if (r == -ENOENT)
+                r = cgroup_path_confined(&a->mounts, dir, &in_v2, why, why_size);
+        if (r < 0) {
+                if (r != CGROUP_NOT_CONFINED)
+                        snprintf(why, why_size, "%.256s: %s", dir, strerror(-r));
+                return false;
+        }
+        if (in_v2 != v2) {
+                snprintf(why, why_size, "%.256s is not in the %s hierarchy", dir,
+                         v2 ? "cgroup2" : "cpuset v1");
+                return false;
+        }
+        const char *base = strrchr(dir, '/') + 1;
+        if (unit && !streq(unit, base)) {
+                snprintf(why, why_size, "unit %.64s is not the unit of %.256s", unit, dir);
+                return false;
+        }
+        return true;
 }
 
 static int load_thread(json_object *o, ActThread *ret, bool *ok) {
@@ -236,6 +259,10 @@ static int load_thread(json_object *o, ActThread *ret, bool *ok) {
         t.tid = (pid_t) tid_v;
         t.starttime = json_object_get_uint64(st);
         t.original_full = full && json_object_get_boolean(full);
+        if (optin_entry_validate_cgroup(json_object_get_string(cg)) < 0) {
+                *ok = false;
+                return 0;
+        }
         if ((r = dup_string(cg, &t.cgroup)) < 0 ||
             (r = get_cpuset(o, "original", false, true, &t.original, ok)) < 0 ||
             (r = get_cpuset(o, "request", true, true, &t.request, ok)) < 0 ||
@@ -252,7 +279,8 @@ static int load_thread(json_object *o, ActThread *ret, bool *ok) {
         return 0;
 }
 
-static int load_cgroup(json_object *o, ActCgroup *ret, bool *ok) {
+static int load_cgroup(const Actuator *a, json_object *o, ActCgroup *ret, bool *ok, char *why,
+                       size_t why_size) {
         ActCgroup c = {};
         _cleanup_cpuset_ CpuSet check = NULL;
         json_object *name = get(o, "name", json_type_string, false, ok),
@@ -267,8 +295,13 @@ static int load_cgroup(json_object *o, ActCgroup *ret, bool *ok) {
                 return 0;
         c.backend = actuator_backend_from_string(json_object_get_string(backend));
         c.v2 = json_object_get_boolean(v2);
-        if (c.backend < 0 || !dir_is_sane(json_object_get_string(dir)) ||
-            (c.backend != ACTUATOR_BACKEND_THREADS && !text) ||
+        if (optin_entry_validate_cgroup(json_object_get_string(name)) < 0 ||
+            !cgroup_entry_confined(a, json_object_get_string(dir), c.v2,
+                                   unit ? json_object_get_string(unit) : NULL, why, why_size)) {
+                *ok = false;
+                return 0;
+        }
+        if (c.backend < 0 || (c.backend != ACTUATOR_BACKEND_THREADS && !text) ||
             (c.backend == ACTUATOR_BACKEND_SYSTEMD && !unit) ||
             (text && cpuset_parse(json_object_get_string(text), &check) < 0)) {
                 *ok = false;
@@ -321,9 +354,12 @@ static int load_cgroups(Actuator *a, const char *path, json_object *cgroups) {
 
         for (size_t i = 0, n = json_object_array_length(cgroups); i < n; i++) {
                 ActCgroup c = {};
-                r = load_cgroup(json_object_array_get_idx(cgroups, i), &c, &ok);
+                char why[CGROUP_WHY_MAX] = "";
+                r = load_cgroup(a, json_object_array_get_idx(cgroups, i), &c, &ok, why, sizeof(why));
                 if (r < 0)
                         return r;
+                if (!ok && why[0])
+                        return log_parse_error(path, 0, "cgroups[%zu]: refused, not acted on: %s", i, why);
                 if (!ok)
                         return log_parse_error(path, 0, "cgroups[%zu]: missing or invalid field", i);
                 if (actuator_find_owned(a, c.name)) {

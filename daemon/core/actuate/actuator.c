@@ -36,6 +36,11 @@ int actuator_new(const RootDir *root, const char *state_path, sd_bus *bus, Actua
                 return -ENOMEM;
         a->root = root;
         a->live = rootdir_is_host(root);
+        /* Without the mounts nothing is confined: no cgroup file is written,
+         * no state file entry of a cgroup taken. */
+        if (cgroup_mounts_read(root, &a->mounts) < 0)
+                log_debug("Cannot read the cgroup mounts below %s: no cgroup file will be written",
+                          root->path);
         if (state_path && !(a->state_path = strdup(state_path)))
                 return -ENOMEM;
         a->bus = bus ? sd_bus_ref(bus) : NULL;
@@ -50,6 +55,7 @@ Actuator *actuator_free(Actuator *a) {
         if (!a)
                 return NULL;
         act_ledger_done(a);
+        cgroup_mounts_done(&a->mounts);
         free(a->state_path);
         sd_bus_unref(a->bus);
         free(a);
@@ -598,6 +604,15 @@ int actuator_retry(Actuator *a, bool all) {
 
 /* ---- a predecessor's state ---- */
 
+/* What a state file that is not acted on had loaded before it failed. */
+static void forget_loaded(Actuator *a) {
+        while (a->n_threads > 0)
+                actuator_forget_thread(a, a->threads[0].tid);
+        while (a->n_owned > 0)
+                actuator_forget_owned(a, a->owned[0].name);
+        a->dirty = false;
+}
+
 int actuator_take_over(Actuator *a) {
         _cleanup_(freep) char *bad = NULL;
         int r;
@@ -610,6 +625,8 @@ int actuator_take_over(Actuator *a) {
         r = actuator_state_load(a, a->state_path);
         if (r == -ENOENT)
                 return 0;
+        if (r < 0)
+                forget_loaded(a); /* nothing of it is acted on, not even what came before the error */
         if (r == -EBADMSG) {
                 if (asprintf(&bad, "%s.bad", a->state_path) < 0)
                         return -ENOMEM;
@@ -620,15 +637,8 @@ int actuator_take_over(Actuator *a) {
                            a->state_path, bad);
                 return -EBADMSG;
         }
-        if (r < 0) {
-                /* Half loaded: forget it, touch nothing, keep the file. */
-                while (a->n_threads > 0)
-                        actuator_forget_thread(a, a->threads[0].tid);
-                while (a->n_owned > 0)
-                        actuator_forget_owned(a, a->owned[0].name);
-                a->dirty = false;
+        if (r < 0) /* half loaded: forgotten above, nothing touched, the file kept */
                 return log_error_errno(r, "Cannot read %s", a->state_path);
-        }
 
         log_struct(LOG_NOTICE, STEERD_MESSAGE_RESTORE,
                    "%s: a previous steerd left %zu threads and %zu cgroups changed; giving them back",
