@@ -177,7 +177,8 @@ fi
 for h in $HELPER_MODES; do
         expect_completion "$h" "mode monitor" steerctl mo
         expect_completion "$h" "off observe latency balanced" steerctl mode ""
-        expect_completion "$h" "status mode opt-in opt-out list top monitor reload" steerctl ""
+        expect_completion "$h" "status mode opt-in opt-out list top monitor reload explain" steerctl ""
+        expect_completion "$h" "--reset" steerctl mode --re
         expect_completion "$h" "latency balanced" steerctl opt-in --policy ""
         expect_completion "$h" "balanced" steerctl opt-in -p b
         expect_completion "$h" "short pretty off" steerctl --json =
@@ -190,6 +191,8 @@ for h in $HELPER_MODES; do
                 "$TMP/fakebin/steerctl" opt-out ""
         PATH=$TMP/fakebin:$PATH expect_completion "$h" "/system.slice/app.service" \
                 "$TMP/fakebin/steerctl" opt-out /sys
+        PATH=$TMP/fakebin:$PATH expect_completion "$h" "/bench1 /system.slice/app.service" \
+                "$TMP/fakebin/steerctl" explain ""
         # No daemon, no bus: nothing, quietly (expect_completion fails on stderr), and at once.
         t0=$(date +%s)
         DBUS_SYSTEM_BUS_ADDRESS=unix:path=$TMP/no-such-bus expect_completion "$h" "" \

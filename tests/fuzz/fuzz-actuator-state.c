@@ -61,7 +61,6 @@ static const CgroupLocation locs[] = {
 
 static char *root_dir, *state, *bad;
 static RootDir *root;
-static bool strict;
 
 static void setup(void) {
         const char *dir = fuzz_tmpdir();
@@ -75,7 +74,6 @@ static void setup(void) {
                 fuzz_write_file(p, fixture[i].contents, strlen(fixture[i].contents));
         }
         (void) mkdir(run, 0700);
-        strict = getenv("STEERD_FUZZ_STRICT") && streq(getenv("STEERD_FUZZ_STRICT"), "1");
         FUZZ_CHECK(rootdir_open(root_dir, &root) == 0);
         /* The whole point: nothing here may reach the host. */
         FUZZ_CHECK(!rootdir_is_host(root));
@@ -109,14 +107,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (r == -EBADMSG) {
                 /* actuator.h: nothing touched, the file moved aside. */
                 FUZZ_CHECK(access(state, F_OK) < 0 && access(bad, F_OK) == 0);
-                /* KNOWN BUG, open (daemon/core/actuate is being refactored, so
-                 * not fixed from here): on a file refused half-way
-                 * (regressions/actuator-state/half-loaded-kept.json) the
-                 * entries before the bad one stay in the ledger, and the stop
-                 * gives them back. STEERD_FUZZ_STRICT=1 checks it; make it
-                 * unconditional once actuator_take_over() forgets them. */
-                if (strict)
-                        FUZZ_CHECK(n_threads == 0 && n_cgroups == 0);
+                /* A file refused half-way keeps nothing of what came before
+                 * the bad entry (regressions/actuator-state/half-loaded-kept.json:
+                 * once kept, and given back at the stop). */
+                FUZZ_CHECK(n_threads == 0 && n_cgroups == 0);
                 return 0;
         }
         FUZZ_CHECK(r <= 0);
