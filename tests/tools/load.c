@@ -91,7 +91,7 @@ int main(int argc, char *argv[]) {
                         return 1;
 
         unsigned long churned = 0;
-        double end = now_s() + seconds;
+        double end = now_s() + seconds, next = now_s();
         while (now_s() < end) {
                 if (rate == 0) {
                         usleep(50000);
@@ -107,7 +107,14 @@ int main(int argc, char *argv[]) {
                 for (unsigned i = 0; i < n; i++)
                         pthread_join(b[i], NULL);
                 churned += n;
-                usleep(10000);
+                /* The next batch 10 ms after the last one began, not after
+                 * it ended: the creation time does not lower the rate. */
+                next += 0.01;
+                double wait = next - now_s();
+                if (wait > 0)
+                        usleep((useconds_t) (wait * 1e6));
+                else if (wait < -0.1)
+                        next = now_s(); /* far behind: do not burst to catch up */
         }
         atomic_store(&stop, true);
         for (unsigned i = 0; i < threads; i++)
