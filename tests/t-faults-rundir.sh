@@ -78,9 +78,11 @@ OBSERVE=$(( 2 * T > 6000 ? 2 * T : 6000 ))
 "$TOOLS/in-cgroup-ns.sh" --ro "$RUN" "${ISO[@]:1}" --config "$TMP/steerd.conf" >"$TMP/last-ro.log" 2>&1 &
 DAEMON=$!
 wait_started "$TMP/last-ro.log"
+# At least OBSERVE, and until steerd has tried a change (and said it cannot
+# record it): on a loaded machine its first window can take longer than T.
 changed= samples=0
-end=$(( $(now_ms) + OBSERVE ))
-while [ "$(now_ms)" -lt "$end" ]; do
+end=$(( $(now_ms) + OBSERVE )) limit=$(( $(now_ms) + 30000 ))
+while [ "$(now_ms)" -lt "$end" ] || { [ "$(now_ms)" -lt "$limit" ] && ! grep -q "state file.*$RUN" "$TMP/last-ro.log"; }; do
         c=$(steered)
         samples=$((samples + 1))
         [ -n "$c" ] && { changed=$c; break; }

@@ -145,7 +145,10 @@ static int cgroup_write_ahead(ActCtx *c, ActCgroup *crec, const char *text, hwlo
         r = cgroup_intend_threads(c->a, crec->name, new_cpus);
         if (r < 0)
                 return r;
-        act_save_state(c->a);
+        /* A change a successor could not give back is not made. */
+        r = act_save_state(c->a);
+        if (r < 0 && !give_back)
+                return r;
         return cgroup_write(c, crec, text);
 }
 

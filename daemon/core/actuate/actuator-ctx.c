@@ -184,10 +184,28 @@ int act_read_online_cpus(const RootDir *root, CpuSet *ret) {
         return cpuset_parse(text, ret);
 }
 
-void act_save_state(Actuator *a) {
+/* Said once when the state file stops being writable, once when it is
+ * again: a read-only /run would otherwise log every tick. */
+static void note_save(Actuator *a, int r) {
+        if (r < 0 && !a->save_failing)
+                log_struct_errno(LOG_ERR, r, STEERD_MESSAGE_RESTORE,
+                                 "Cannot write the state file %s: steerd changes no CPUs it could not give "
+                                 "back after a crash, until it can write it again (give-backs go on)",
+                                 a->state_path);
+        else if (r >= 0 && a->save_failing)
+                log_struct(LOG_NOTICE, STEERD_MESSAGE_RESTORE, "The state file %s can be written again",
+                           a->state_path);
+        a->save_failing = r < 0;
+}
+
+int act_save_state(Actuator *a) {
         int r = actuator_state_save(a);
-        if (r < 0)
-                log_warning_errno(r,
-                                  "Cannot write the state file %s; a successor may not be able to restore",
-                                  a->state_path);
+        note_save(a, r);
+        return r;
+}
+
+bool act_state_writable(Actuator *a) {
+        if (a->save_failing)
+                note_save(a, actuator_state_probe(a));
+        return !a->save_failing;
 }

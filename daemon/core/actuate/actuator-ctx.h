@@ -43,4 +43,7 @@ int act_thread_check_identity(const Actuator *a, pid_t tid, uint64_t starttime);
 int act_read_online_cpus(const RootDir *root, CpuSet *ret);
 
 /* actuator_state_save(), logged. */
-void act_save_state(Actuator *a);
+int act_save_state(Actuator *a);
+/* Write-ahead (actuator-ledger.h) needs the state file: false while it
+ * cannot be written (probed again on each call while failing). */
+bool act_state_writable(Actuator *a);

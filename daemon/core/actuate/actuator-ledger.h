@@ -79,7 +79,8 @@ struct Actuator {
         size_t n_owned;
         HandsOff *hands_off;
         size_t n_hands_off;
-        bool dirty; /* the state file is behind */
+        bool dirty;        /* the state file is behind */
+        bool save_failing; /* the state file could not be written: nothing new is changed */
         /* Cgroups whose give-back failed (or a predecessor left): given back
          * by actuator_retry() even while opted in, since no plan of this
          * steerd's holds them. */

@@ -181,6 +181,27 @@ int actuator_state_save(Actuator *a) {
         return 0;
 }
 
+int actuator_state_probe(const Actuator *a) {
+        _cleanup_(freep) char *tmp = NULL, *copy = NULL;
+
+        if (!a->state_path)
+                return 0;
+        copy = strdup(a->state_path);
+        if (!copy)
+                return -ENOMEM;
+        const char *slash = strrchr(a->state_path, '/');
+        /* The name of write_atomic()'s temporaries: one a kill leaves behind
+         * is removed at the next start like theirs. */
+        if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(copy), slash ? slash + 1 : a->state_path) < 0)
+                return -ENOMEM;
+        int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        close(fd);
+        (void) unlink(tmp);
+        return 0;
+}
+
 /* ---- loading ---- */
 
 /* nullable: null or absent is NULL; else the key must be there. */

@@ -9,6 +9,9 @@
 /* Rewrite (or, when nothing is owned, remove) the state file if dirty;
  * failures are logged and returned. */
 int actuator_state_save(Actuator *a);
+/* 0 if a file can be created next to the state file (a temporary, removed
+ * at once), else why not. */
+int actuator_state_probe(const Actuator *a);
 /* Load a state file into an empty actuator; -EBADMSG (logged with the file
  * name) when malformed, -ENOENT when there is none. */
 int actuator_state_load(Actuator *a, const char *path);

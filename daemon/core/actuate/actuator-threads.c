@@ -365,6 +365,18 @@ static int thread_action_failed(ActCtx *c, const OptedIn *cg, const Action *act,
         return 0;
 }
 
+void act_cancel_thread_action(ActCtx *c, const ActPrepared *p) {
+        ActThread *t = actuator_find_thread(c->a, p->tid);
+
+        if (t && t->unapplied)
+                actuator_forget_thread(c->a, p->tid);
+        else if (t && t->pending) {
+                hwloc_bitmap_free(t->pending);
+                t->pending = NULL;
+        }
+        c->rep.failed++;
+}
+
 /* The mask is set: counted, logged, and the record forgotten when nothing
  * of steerd's is left on the thread. */
 static void thread_action_applied(ActCtx *c, const OptedIn *cg, const Action *act, const ActPrepared *p,
@@ -415,8 +427,9 @@ int act_finish_thread_action(ActCtx *c, const OptedIn *cg, const Action *act, Ac
                         k = thread_intend(a, t, crec, again, p->cg_now);
                         if (k < 0)
                                 return k;
-                        act_save_state(a);
-                        r = thread_apply_mask(a, t, crec, again);
+                        r = act_save_state(a);
+                        if (r >= 0)
+                                r = thread_apply_mask(a, t, crec, again);
                 }
         }
         if (r < 0)
@@ -535,7 +548,9 @@ static int window_apply(ActCtx *c, ActCgroup *crec, const CgroupSample *cs, Wind
         r = window_intend(c, crec, cs, w);
         if (r <= 0)
                 return r;
-        act_save_state(c->a);
+        r = act_save_state(c->a);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < cs->n_threads; i++) {
                 r = window_set_thread(c, crec, &cs->threads[i], w);
@@ -687,10 +702,10 @@ int act_adopt_thread(Actuator *a, const ActCgroup *crec, pid_t tid) {
                 return r == -ESRCH ? 0 : r;
         before = hwloc_bitmap_dup(t->last_set);
         r = thread_intend(a, t, crec, NULL, NULL);
-        if (r >= 0) {
-                act_save_state(a);
+        if (r >= 0)
+                r = act_save_state(a);
+        if (r >= 0)
                 r = thread_apply_mask(a, t, crec, NULL);
-        }
         if (r < 0) {
                 actuator_forget_thread(a, tid);
                 if (r == -ESRCH)

@@ -19,6 +19,9 @@ typedef struct ActPrepared {
 } ActPrepared;
 int act_prepare_thread_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, const Action *act,
                               ActPrepared *ret);
+/* A prepared action whose intent could not be recorded (the state file):
+ * not made; its intent, or a record made for it, goes. */
+void act_cancel_thread_action(ActCtx *c, const ActPrepared *p);
 int act_finish_thread_action(ActCtx *c, const OptedIn *cg, const Action *act, ActPrepared *p);
 void act_prepared_done(ActPrepared *p);
 
