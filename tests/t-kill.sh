@@ -35,14 +35,14 @@
 #
 # $1 = build dir. Needs root, a cgroup v1 cpuset hierarchy, 2+ CPUs, python3.
 # STEERD_KILLS (default 100) and STEERD_KILL_SEED (default: random, printed)
-# reproduce a run; STEERD_KILL_RESTARTS (default 0) is above. KEEP=1 keeps
+# reproduce a run; STEERD_KILL_RESTARTS (default 20) is above. KEEP=1 keeps
 # the logs (kills.log has a line per kill).
 set -uo pipefail
 BUILD=$1
 NAME=steerd-kill
 source "$(dirname "$(readlink -f "$0")")/tools/lib-steerd-test.sh"
 KILLS=${STEERD_KILLS:-100}
-RESTART_KILLS=${STEERD_KILL_RESTARTS:-0}
+RESTART_KILLS=${STEERD_KILL_RESTARTS:-20}
 SEED=${STEERD_KILL_SEED:-$(( $(date +%s%N) % 32768 ))}
 RANDOM=$SEED
 FAIL_HINT="seed $SEED: STEERD_KILL_SEED=$SEED STEERD_KILLS=$KILLS STEERD_KILL_RESTARTS=$RESTART_KILLS repeats the sequence"

@@ -33,7 +33,7 @@ done
 [ -n "$CPUSET" ] || die "needs a cgroup v1 cpuset hierarchy"
 STEERD=$BUILD/steerd STEERCTL=$BUILD/steerctl LOAD=$BUILD/steerd-test-load
 for b in "$STEERD" "$STEERCTL" "$LOAD"; do [ -x "$b" ] || die "$b missing: build first (scripts/run.sh)"; done
-command -v dbus-daemon >/dev/null || steerd_install_packages dbus-daemon
+steerd_install_packages dbus-daemon gnuplot-nox
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 TMP=$(mktemp -d)
@@ -164,7 +164,7 @@ kill -TERM "$DAEMON"
 wait "$DAEMON" || rc=$?
 DAEMON=
 errs=$(grep -ciE "error|failed|sanitizer" "$TMP/steerd.log" || true)
-cp "$TMP/steerd.log" "$OUT/steerd.log.txt" 2>/dev/null || true
+gzip -9c "$TMP/steerd.log" >"$OUT/steerd.log.gz" 2>/dev/null || true
 python3 - "$CSV" "$OUT/SUMMARY.md" "$MINUTES" "$switches" "$optins" "$errors" "$rc" "$errs" <<'EOP'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -188,7 +188,7 @@ with open(out, "w") as f:
     step = int(rows[1]["seconds"]) - int(rows[0]["seconds"]) if len(rows) > 1 else 0
     f.write(f"| missed ticks per {step} s | {missed[0]} | {missed[-1]} | {min(missed)} | {max(missed)} |"
             f" {sum(missed)} in all |\n")
-    f.write("\nPlot: soak.png (soak.gp); raw: soak.csv; steerd's log: steerd.log.txt.\n")
+    f.write("\nPlot: soak.png (soak.gp); raw: soak.csv; steerd's log: steerd.log.gz.\n")
 print(open(out).read())
 EOP
 if command -v gnuplot >/dev/null; then
