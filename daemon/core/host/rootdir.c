@@ -45,6 +45,8 @@ static const char *relative(const char *path) {
 int rootdir_open_file(const RootDir *r, const char *path, int flags, int *ret_fd) {
         if (!r || !path || !ret_fd)
                 return -EINVAL;
+        if (r->trace)
+                r->trace(path, r->trace_userdata);
         int fd = openat(r->fd, relative(path), flags | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();

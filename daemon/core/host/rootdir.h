@@ -9,9 +9,15 @@
 
 #include "steerd-macros.h"
 
+/* Called with every path opened through the root (tests: which files a
+ * layer of the sampler reads). */
+typedef void (*rootdir_trace_cb)(const char *path, void *userdata);
+
 typedef struct RootDir {
         int fd;     /* O_PATH|O_DIRECTORY fd of the root */
         char *path; /* as given, for messages */
+        rootdir_trace_cb trace;
+        void *trace_userdata;
 } RootDir;
 
 int rootdir_open(const char *path, RootDir **ret);

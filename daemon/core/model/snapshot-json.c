@@ -39,7 +39,8 @@ static json_object *thread_to_json(const ThreadSample *t) {
             json_add(o, "util", json_double_1(t->util)) < 0 ||
             json_add(o, "wait", json_double_1(t->wait)) < 0 ||
             json_add(o, "run_delay_ns", json_object_new_uint64(t->run_delay_ns)) < 0 ||
-            json_add(o, "nr_migrations", json_object_new_uint64(t->nr_migrations)) < 0)
+            json_add(o, "nr_migrations", json_object_new_uint64(t->nr_migrations)) < 0 ||
+            (t->wakeups >= 0 && json_add(o, "wakeups", json_double_1(t->wakeups)) < 0))
                 return NULL;
         return TAKE_PTR(o);
 }
@@ -51,7 +52,10 @@ static json_object *cgroup_to_json(const CgroupSample *c) {
             json_add(o, "policy", json_object_new_string(cgroup_policy_to_string(c->policy))) < 0 ||
             json_add(o, "allowed", json_cpuset(c->allowed)) < 0 ||
             json_add(o, "cpus", json_cpuset(c->cpus)) < 0 ||
-            json_add(o, "pressure_some_avg10", json_double_1(c->pressure_some_avg10)) < 0)
+            json_add(o, "pressure_some_avg10", json_double_1(c->pressure_some_avg10)) < 0 ||
+            (c->usage >= 0 && json_add(o, "usage", json_double_1(c->usage)) < 0) ||
+            json_add(o, "members", json_object_new_uint64(c->n_members)) < 0 ||
+            json_add(o, "threads_partial", json_object_new_boolean(c->threads_partial)) < 0)
                 return NULL;
         for (size_t i = 0; i < c->n_threads; i++)
                 if (json_append(threads, thread_to_json(&c->threads[i])) < 0)
@@ -207,6 +211,9 @@ static int parse_thread(const Ctx *x, json_object *o, ThreadSample *t) {
                 t->run_delay_ns = json_object_get_uint64(v);
         if (json_object_object_get_ex(o, "nr_migrations", &v))
                 t->nr_migrations = json_object_get_uint64(v);
+        t->wakeups = -1;
+        if (json_object_object_get_ex(o, "wakeups", &v) && get_double(x, o, "wakeups", &t->wakeups) < 0)
+                return -EBADMSG;
         return 0;
 }
 
@@ -229,6 +236,16 @@ static int parse_cgroup(const Ctx *x, json_object *o, CgroupSample *c) {
             get_double(x, o, "pressure_some_avg10", &c->pressure_some_avg10) < 0 ||
             array(x, o, "threads", &threads, &n) < 0)
                 return -EBADMSG;
+        /* The layers' fields are optional: older recordings lack them (every
+         * member listed, usage unknown). */
+        c->usage = -1;
+        c->n_members = n;
+        if (json_object_object_get_ex(o, "usage", &v) && get_double(x, o, "usage", &c->usage) < 0)
+                return -EBADMSG;
+        if (json_object_object_get_ex(o, "members", &v))
+                c->n_members = json_object_get_uint64(v);
+        if (json_object_object_get_ex(o, "threads_partial", &v))
+                c->threads_partial = json_object_get_boolean(v);
         c->threads = calloc(MAX(n, (size_t) 1), sizeof(ThreadSample));
         if (!c->threads)
                 return -ENOMEM;

@@ -64,6 +64,8 @@ typedef struct ThreadSample {
         double wait;        /* run-queue wait, 0..1024 per interval, smoothed */
         uint64_t run_delay_ns;  /* raw cumulative, for the record */
         uint64_t nr_migrations; /* from /proc/<pid>/task/<tid>/sched; 0 if absent */
+        double wakeups;         /* times scheduled in per second (schedstat pcount), smoothed; < 0:
+                                 * unknown (recordings from before it was sampled) */
 } ThreadSample;
 
 typedef struct CgroupSample {
@@ -72,6 +74,15 @@ typedef struct CgroupSample {
         CpuSet allowed;             /* what the cgroup may use: its parent's effective CPUs ∩ online */
         CpuSet cpus;                /* its current effective CPUs */
         double pressure_some_avg10; /* cgroup v2 cpu.pressure; 0 where there is none */
+        /* The cgroup layer, read every tick: its CPU use on the capacity
+         * scale, smoothed (v2 cpu.stat, v1 cpuacct.usage, else its
+         * processes' stat), < 0 where unknown; and its threads. */
+        double usage;
+        size_t n_members;
+        /* The thread layer: threads[] holds every member (false), or only
+         * the threads steerd holds a mask on (true: the cgroup was quiet,
+         * the other members were not read this tick and keep their state). */
+        bool threads_partial;
         ThreadSample *threads;
         size_t n_threads;
 } CgroupSample;
