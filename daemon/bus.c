@@ -341,7 +341,7 @@ static int list_cgroups(sd_bus_message *msg, Manager *m, bool with_rule) {
                         return -ENOMEM;
                 const char *policy = cgroup_policy_to_string(o->policy),
                            *src = optin_source_to_string(o->source);
-                uint32_t threads = (uint32_t) (c ? c->n_threads : 0);
+                uint32_t threads = (uint32_t) (c ? c->n_members : 0);
                 if (with_rule)
                         r = sd_bus_message_append(reply, type, o->name, policy, src, o->loc.dir ?: "",
                                                   cpus ?: "", threads, o->rule);

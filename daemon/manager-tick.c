@@ -123,6 +123,7 @@ static int refresh_topology(Manager *m) {
                 sampler_free(sampler);
                 return r;
         }
+        sampler_set_membership_events(sampler, m->proc && !m->proc_failed);
         sampler_free(m->sampler);
         m->sampler = sampler;
         policy_state_free(m->policy);
@@ -142,14 +143,47 @@ typedef struct TickCgroups {
         SamplerCgroup *cgs;
         const char **names;
         CgroupLocation *locs;
+        pid_t **held; /* per cgroup: what cgs[i].held points to */
         size_t n;
 } TickCgroups;
 
 static void tick_cgroups_done(TickCgroups *t) {
+        for (size_t i = 0; t->held && i < t->n; i++)
+                free(t->held[i]);
+        free(t->held);
         free(t->cgs);
         free(t->names);
         free(t->locs);
         *t = (TickCgroups){};
+}
+
+static int cmp_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+        return (x > y) - (x < y);
+}
+
+/* The threads of a cgroup that steerd holds a mask on, as the engine sees
+ * them (pins, moves: observe mode too) and as the actuator owns them (what
+ * it changed, inherited pins): read even while the cgroup is quiet. */
+static int held_tids(const Manager *m, const char *cgroup, pid_t **ret, size_t *ret_n) {
+        _cleanup_(freep) pid_t *tids = NULL;
+        size_t n = 0, alloc = 0;
+        int r;
+
+        r = policy_state_held_tids(m->policy, cgroup, &tids, &n, &alloc);
+        if (r >= 0)
+                r = actuator_owned_tids(m->actuator, cgroup, &tids, &n, &alloc);
+        if (r < 0)
+                return r;
+        if (n > 1)
+                qsort(tids, n, sizeof(pid_t), cmp_pid);
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+                if (k == 0 || tids[k - 1] != tids[i])
+                        tids[k++] = tids[i];
+        *ret = TAKE_PTR(tids);
+        *ret_n = k;
+        return 0;
 }
 
 static int tick_cgroups(const Manager *m, TickCgroups *ret) {
@@ -157,9 +191,10 @@ static int tick_cgroups(const Manager *m, TickCgroups *ret) {
                 .cgs = calloc(m->optins.n + 1, sizeof(SamplerCgroup)),
                 .names = calloc(m->optins.n + 1, sizeof(char *)),
                 .locs = calloc(m->optins.n + 1, sizeof(CgroupLocation)),
+                .held = calloc(m->optins.n + 1, sizeof(pid_t *)),
         };
 
-        if (!t.cgs || !t.names || !t.locs)
+        if (!t.cgs || !t.names || !t.locs || !t.held)
                 return -ENOMEM;
         for (size_t i = 0; i < m->optins.n; i++) {
                 const OptIn *o = &m->optins.items[i];
@@ -173,7 +208,11 @@ static int tick_cgroups(const Manager *m, TickCgroups *ret) {
                 };
                 t.names[t.n] = o->name;
                 t.locs[t.n] = o->loc;
+                int r = held_tids(m, o->name, &t.held[t.n], &t.cgs[t.n].n_held);
+                t.cgs[t.n].held = t.held[t.n];
                 t.n++;
+                if (r < 0)
+                        return r;
         }
         *ret = t;
         t = (TickCgroups){};
@@ -193,7 +232,14 @@ static void apply_plan(Manager *m, const Snapshot *snap, const Plan *plan) {
         int r = actuator_apply(m->actuator, snap, plan, &rep);
         if (r < 0)
                 log_warning_errno(r, "Applying the plan failed");
-        sampler_reread_threads(m->sampler);
+        /* What steerd changed is read afresh next tick, the rest keeps its
+         * back-off: a held mask must never look like someone else's change. */
+        for (size_t i = 0; i < plan->n_actions; i++) {
+                const Action *a = &plan->actions[i];
+                for (size_t k = 0; k < m->optins.n; k++)
+                        if (m->optins.items[k].loc.dir && streq(m->optins.items[k].name, a->cgroup))
+                                sampler_reread(m->sampler, m->optins.items[k].loc.dir, a->tid);
+        }
         /* The actuator logs each action as it takes effect. */
         m->actions_failed += rep.failed;
         forget_let_go(m, &rep);

@@ -90,9 +90,14 @@ static void on_fork(pid_t tid, pid_t tgid, void *userdata) {
         Manager *m = userdata;
         const OptIn *o;
 
-        if (!mode_applies(m->mode) || m->optins.n == 0)
+        if (m->mode == MODE_OFF || m->optins.n == 0)
                 return;
         if (cgroup_of_thread(m, tid, &o) < 0)
+                return;
+        /* The membership layer: the cgroup's task list is not re-read for
+         * it (sampler.h). */
+        sampler_member_joined(m->sampler, o->loc.dir, tid, tgid);
+        if (!mode_applies(m->mode))
                 return;
         if (actuator_adopt_child(m->actuator, o->name, tid) > 0) {
                 m->threads_adopted++;
@@ -105,12 +110,15 @@ static void on_fork(pid_t tid, pid_t tgid, void *userdata) {
 static int on_proc_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
         int r = proc_connector_process(m->proc);
-        if (r == -ENOBUFS)
+        if (r == -ENOBUFS) {
                 log_debug("Proc connector overflowed: new threads are picked up on the next tick");
-        else if (r < 0) {
+                sampler_members_stale(m->sampler);
+        } else if (r < 0) {
                 log_warning_errno(
                         r, "Proc connector failed; new threads are picked up on the next tick from now on");
                 sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                m->proc_failed = true;
+                sampler_set_membership_events(m->sampler, false);
         }
         return 0;
 }
@@ -201,6 +209,7 @@ static int manager_start_proc_connector(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot watch the proc connector");
         (void) sd_event_source_set_description(m->proc_source, "proc-connector");
+        sampler_set_membership_events(m->sampler, true);
         return 0;
 }
 

@@ -54,6 +54,7 @@ typedef struct Manager {
         PolicyState *policy;
         Actuator *actuator;
         ProcConnector *proc;
+        bool proc_failed; /* the connector failed: task lists are read every tick again */
 
         CgroupMounts mounts;
         OptInScan scan; /* the last walk: xattrs, and what the glob and unit rules matched */

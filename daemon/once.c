@@ -26,6 +26,7 @@ int run_once(const Args *args, const Config *config) {
                 return r;
 
         uint64_t t0 = now_monotonic_us();
+        sampler_set_full(setup.sampler, true);
         r = sample_snapshot(setup.sampler, t0, setup.cgroups.items, setup.cgroups.n, &snap);
         if (r != -EAGAIN)
                 return r < 0 ? r : -EINVAL;

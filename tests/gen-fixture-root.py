@@ -55,6 +55,10 @@ def main():
     ap.add_argument('--first-tid', type=int, default=1000)
     ap.add_argument('--tick', type=int, default=0)
     ap.add_argument('--schedstat', action='store_true', help='write /proc/schedstat (CONFIG_SCHEDSTATS)')
+    ap.add_argument('--cpuacct', action='store_true',
+                    help='cpuacct mounted with cpuset: /bench1 has cpuacct.usage (the sum of its threads)')
+    ap.add_argument('--procs', type=int, default=0,
+                    help='the threads in this many processes (default: each thread its own)')
     args = ap.parse_args()
 
     offline = {int(c) for c in args.offline.split(',') if c}
@@ -87,11 +91,17 @@ def main():
     write(args.root, '/proc/pressure/cpu',
           'some avg10=12.50 avg60=3.00 avg300=1.00 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n')
     write(args.root, '/proc/self/mounts',
-          'cgroup /sys/fs/cgroup/cpuset cgroup rw,nosuid,nodev,noexec,relatime,cpuset 0 0\n')
+          'cgroup /sys/fs/cgroup/cpuset cgroup rw,nosuid,nodev,noexec,relatime,cpuset%s 0 0\n'
+          % (',cpuacct' if args.cpuacct else ''))
 
     online = [c for c in range(args.cpus) if c not in offline]
     allowed = cpulist(online)
     tids = list(range(args.first_tid, args.first_tid + args.threads))
+    # Processes: consecutive runs of threads, the first one the leader.
+    nprocs = min(args.procs or len(tids), len(tids)) or 1
+    per_proc = -(-len(tids) // nprocs) if tids else 1
+    leaders = {}
+    total_ns = 0
     for tid in tids:
         d = f'/proc/{tid}/task/{tid}'
         cpu = online[tid % len(online)]
@@ -102,6 +112,9 @@ def main():
         exec_ns = 1_000_000 + k * thread_util_pct(tid) * NSEC * TICK_SECONDS // 100
         delay_ns = 2_000_000 + k * thread_wait_pct(tid) * NSEC * TICK_SECONDS // 100
         write(args.root, f'{d}/schedstat', f'{exec_ns} {delay_ns} {k + 1}\n')
+        total_ns += exec_ns
+        leader = tids[((tid - args.first_tid) // per_proc) * per_proc]
+        leaders[leader] = leaders.get(leader, 0) + exec_ns
         write(args.root, f'{d}/status', f'Name:\tworker\nTgid:\t{tid}\nPid:\t{tid}\n'
               f'Cpus_allowed_list:\t{allowed}\nMems_allowed_list:\t0\n')
         write(args.root, f'{d}/sched', f'worker ({tid}, #threads: 1)\n' + '-' * 67 + '\n'
@@ -116,6 +129,17 @@ def main():
     write(args.root, f'{cg}/bench1/cpuset.cpus', allowed + '\n')
     write(args.root, f'{cg}/bench1/cpuset.effective_cpus', allowed + '\n')
     write(args.root, f'{cg}/bench1/tasks', ''.join(f'{t}\n' for t in tids))
+    write(args.root, f'{cg}/bench1/cgroup.procs', ''.join(f'{t}\n' for t in sorted(leaders)))
+    # A process's stat sums its threads' CPU time (utime + stime, clock ticks).
+    for leader, ns in leaders.items():
+        fields = ['S'] + ['0'] * 50
+        ticks = ns * USER_HZ // NSEC
+        fields[14 - 3] = str(ticks - ticks // 4)  # utime
+        fields[15 - 3] = str(ticks // 4)          # stime
+        fields[22 - 3] = str(10000 + leader)
+        write(args.root, f'/proc/{leader}/stat', f'{leader} (worker {leader}) ' + ' '.join(fields) + '\n')
+    if args.cpuacct:
+        write(args.root, f'{cg}/bench1/cpuacct.usage', f'{total_ns}\n')
 
 
 def cpulist(cpus):

@@ -129,6 +129,7 @@ static inline size_t topo_add_cgroup(Snapshot *s, const char *path, CgroupPolicy
                 .path = strdup(path),
                 .policy = policy,
                 .allowed = allowed ? topo_parse(allowed) : topo_online(s),
+                .usage = -1,
         };
         assert_non_null(n->path);
         n->cpus = hwloc_bitmap_dup(n->allowed);
@@ -151,6 +152,7 @@ static inline ThreadSample *topo_add_thread(Snapshot *s, size_t cg, pid_t tid, u
                 .allowed = hwloc_bitmap_dup(c->allowed),
                 .util = util,
                 .wait = wait,
+                .wakeups = -1, /* unknown, as in older recordings: no wakeup filter */
         };
         return n;
 }

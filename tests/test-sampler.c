@@ -394,6 +394,10 @@ static void test_runnable_not_needed(void **state) {
  * figures are held in between and catch up with the whole interval. */
 static void test_idle_backoff(void **state) {
         Fixture *f = *state;
+        /* A cgroup whose CPUs steerd holds is never quiet: every member is
+         * read, through the back-off (test_layers_* for the layers). */
+        _cleanup_cpuset_ CpuSet held = hwloc_bitmap_dup(f->topo->online);
+        f->cg.original_cpus = held;
         Snapshot *s = two_ticks(f, "--schedstat", "--schedstat");
         const unsigned tid = FIRST_TID + 5;
         size_t k;
@@ -452,6 +456,191 @@ static void test_task_list_lines(void **state) {
                                  cap(thread_util_pct((unsigned) expect[i]))) < 0.01);
         }
         snapshot_free(s);
+}
+
+/* ---- the layers: which files each one reads ---- */
+
+typedef struct Trace {
+        char **paths;
+        size_t n;
+} Trace;
+
+static void trace_cb(const char *path, void *userdata) {
+        Trace *t = userdata;
+        t->paths = reallocarray(t->paths, t->n + 1, sizeof(char *));
+        assert_non_null(t->paths);
+        t->paths[t->n] = strdup(path);
+        assert_non_null(t->paths[t->n]);
+        t->n++;
+}
+
+static void trace_reset(Trace *t) {
+        for (size_t i = 0; i < t->n; i++)
+                free(t->paths[i]);
+        free(t->paths);
+        *t = (Trace){};
+}
+
+/* How many traced paths end with suffix (and, if prefix, start with it). */
+static size_t traced(const Trace *t, const char *prefix, const char *suffix) {
+        size_t n = 0;
+        for (size_t i = 0; i < t->n; i++) {
+                size_t l = strlen(t->paths[i]), ls = strlen(suffix);
+                if (l >= ls && streq(t->paths[i] + l - ls, suffix) &&
+                    (!prefix || strncmp(t->paths[i], prefix, strlen(prefix)) == 0))
+                        n++;
+        }
+        return n;
+}
+
+/* One sample at now_us with the trace on; the snapshot's only cgroup. */
+static Snapshot *traced_sample(Fixture *f, Trace *t, uint64_t now_us) {
+        Snapshot *s = NULL;
+        trace_reset(t);
+        f->root->trace = trace_cb;
+        f->root->trace_userdata = t;
+        assert_int_equal(sampler_sample(f->sampler, now_us, &f->cg, 1, &s), 0);
+        f->root->trace = NULL;
+        assert_int_equal(s->n_cgroups, 1);
+        return s;
+}
+
+/* A quiet cgroup (cpuacct.usage did not move): the cgroup layer and the
+ * task list are read, no thread's file; its threads are not listed. Busy
+ * again: every member is read. */
+static void test_layers_quiet(void **state) {
+        Fixture *f = *state;
+        Trace t = {};
+        Snapshot *s = two_ticks(f, "--schedstat --cpuacct", "--schedstat --cpuacct");
+
+        /* The first figure of the cgroup layer only primes: all threads read. */
+        assert_false(s->cgroups[0].threads_partial);
+        assert_int_equal(s->cgroups[0].n_threads, N_THREADS);
+        snapshot_free(s);
+
+        /* Tick 1 again: usage 0, quiet. */
+        s = traced_sample(f, &t, 3000000);
+        const CgroupSample *c = &s->cgroups[0];
+        assert_true(c->threads_partial);
+        assert_int_equal(c->n_threads, 0);
+        assert_int_equal(c->n_members, N_THREADS);
+        assert_true(c->usage >= 0 && c->usage < 0.01);
+        assert_int_equal(traced(&t, NULL, "/bench1/cpuacct.usage"), 1);
+        assert_int_equal(traced(&t, NULL, "/bench1/tasks"), 1); /* no membership events */
+        assert_int_equal(traced(&t, "/proc/1", "/schedstat"), 0);
+        assert_int_equal(traced(&t, "/proc/1", "/stat"), 0);
+        assert_int_equal(traced(&t, "/proc/1", "/status"), 0);
+        snapshot_free(s);
+
+        /* Busy: the usage of the last second, every member read again,
+         * over the two seconds since its last read. */
+        gen(f, 2, "--schedstat --cpuacct");
+        s = traced_sample(f, &t, 4000000);
+        c = &s->cgroups[0];
+        assert_false(c->threads_partial);
+        assert_int_equal(c->n_threads, N_THREADS);
+        double sum = 0;
+        for (unsigned i = 0; i < N_THREADS; i++)
+                sum += cap(thread_util_pct(FIRST_TID + i));
+        assert_true(fabs(c->usage - sum) < 0.5);
+        assert_int_equal(traced(&t, "/proc/1", "/schedstat"), N_THREADS);
+        unsigned tid = FIRST_TID + 7;
+        assert_int_equal(c->threads[7].tid, (pid_t) tid);
+        assert_true(fabs(c->threads[7].util - cap(thread_util_pct(tid)) / 2) < 0.01);
+        /* Scheduled in once per tick of the generator: once in two seconds. */
+        assert_true(fabs(c->threads[7].wakeups - 0.5) < 0.01);
+        snapshot_free(s);
+        trace_reset(&t);
+}
+
+/* Of a quiet cgroup the threads steerd holds are read, and only those. */
+static void test_layers_held(void **state) {
+        Fixture *f = *state;
+        const pid_t held[] = {FIRST_TID + 3, FIRST_TID + 9, 99999 /* not a member */};
+        Trace t = {};
+        Snapshot *s = two_ticks(f, "--schedstat --cpuacct", "--schedstat --cpuacct");
+
+        snapshot_free(s);
+        f->cg.held = held;
+        f->cg.n_held = ELEMENTSOF(held);
+        s = traced_sample(f, &t, 3000000);
+        const CgroupSample *c = &s->cgroups[0];
+        assert_true(c->threads_partial);
+        assert_int_equal(c->n_threads, 2);
+        assert_int_equal(c->threads[0].tid, held[0]);
+        assert_int_equal(c->threads[1].tid, held[1]);
+        assert_non_null(c->threads[0].allowed);
+        assert_int_equal(traced(&t, "/proc/1", "/schedstat"), 2);
+        assert_int_equal(traced(&t, "/proc/1003/", "/schedstat"), 1);
+        assert_int_equal(traced(&t, "/proc/1009/", "/schedstat"), 1);
+        snapshot_free(s);
+        trace_reset(&t);
+}
+
+/* A v1 cpuset without cpuacct: the cgroup layer is its processes' stat
+ * (one file per process, not per thread). */
+static void test_layers_procs(void **state) {
+        Fixture *f = *state;
+        Trace t = {};
+        Snapshot *s = two_ticks(f, "--schedstat --procs 2", "--schedstat --procs 2");
+
+        snapshot_free(s);
+        s = traced_sample(f, &t, 3000000);
+        assert_true(s->cgroups[0].threads_partial);
+        assert_int_equal(traced(&t, NULL, "/bench1/cgroup.procs"), 1);
+        assert_int_equal(traced(&t, "/proc/1", "/stat"), 2); /* /proc/1000/stat, /proc/1032/stat */
+        assert_int_equal(traced(&t, "/proc/1000/stat", ""), 1);
+        assert_int_equal(traced(&t, "/proc/1", "/schedstat"), 0);
+        snapshot_free(s);
+
+        gen(f, 2, "--schedstat --procs 2");
+        s = traced_sample(f, &t, 4000000);
+        assert_false(s->cgroups[0].threads_partial);
+        assert_int_equal(s->cgroups[0].n_threads, N_THREADS);
+        assert_true(s->cgroups[0].usage > 1000);
+        snapshot_free(s);
+
+        /* No process to read (all gone): the use is unknown, never quiet. */
+        char path[PATH_MAX];
+        for (unsigned p = 0; p < 2; p++) {
+                snprintf(path, sizeof(path), "%s/proc/%u/stat", f->dir, FIRST_TID + p * N_THREADS / 2);
+                assert_int_equal(unlink(path), 0);
+        }
+        s = traced_sample(f, &t, 5000000);
+        assert_false(s->cgroups[0].threads_partial);
+        assert_true(s->cgroups[0].usage < 0);
+        snapshot_free(s);
+        trace_reset(&t);
+}
+
+/* With membership events the task lists are read every
+ * SAMPLER_MEMBERS_EVERY samples; a join is seen at once. */
+static void test_layers_membership(void **state) {
+        Fixture *f = *state;
+        Trace t = {};
+        Snapshot *s = two_ticks(f, "--schedstat --cpuacct", "--schedstat --cpuacct");
+        uint64_t now = 2000000;
+
+        snapshot_free(s);
+        sampler_set_membership_events(f->sampler, true);
+        /* A thread that is in no task list yet (the fixture has its files). */
+        gen(f, 1, "--schedstat --cpuacct --threads 65");
+        test_write_file(f->dir, "/sys/fs/cgroup/cpuset/bench1/tasks", "1000\n");
+        sampler_member_joined(f->sampler, "/sys/fs/cgroup/cpuset/bench1", FIRST_TID + 64, FIRST_TID + 64);
+        size_t reads = 0;
+        for (unsigned k = 1; k < SAMPLER_MEMBERS_EVERY; k++) {
+                s = traced_sample(f, &t, now += 100000);
+                reads += traced(&t, NULL, "/bench1/tasks");
+                assert_int_equal(s->cgroups[0].n_members, N_THREADS + 1);
+                snapshot_free(s);
+        }
+        assert_int_equal(reads, 0);
+        /* The heal: the list as the file says. */
+        s = traced_sample(f, &t, now += 100000);
+        assert_int_equal(traced(&t, NULL, "/bench1/tasks"), 1);
+        assert_int_equal(s->cgroups[0].n_members, 1);
+        snapshot_free(s);
+        trace_reset(&t);
 }
 
 /* ---- live: the descriptors kept open for real threads ---- */
@@ -627,6 +816,10 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_idle_backoff, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runnable_not_needed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_task_list_lines, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_layers_quiet, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_layers_held, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_layers_procs, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_layers_membership, setup, teardown),
                 cmocka_unit_test(test_live_kept_fds),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

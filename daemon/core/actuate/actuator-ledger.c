@@ -286,6 +286,23 @@ void actuator_counts(const Actuator *a, size_t *ret_threads, size_t *ret_cgroups
                 *ret_cgroups = a ? a->n_owned : 0;
 }
 
+int actuator_owned_tids(const Actuator *a, const char *cgroup, pid_t **tids, size_t *n, size_t *alloc) {
+        for (size_t i = 0; a && i < a->n_threads; i++) {
+                if (!streq(a->threads[i].cgroup, cgroup))
+                        continue;
+                if (*n == *alloc) {
+                        size_t na = *alloc ? *alloc * 2 : 16;
+                        pid_t *p = realloc(*tids, na * sizeof(pid_t));
+                        if (!p)
+                                return -ENOMEM;
+                        *tids = p;
+                        *alloc = na;
+                }
+                (*tids)[(*n)++] = a->threads[i].tid;
+        }
+        return 0;
+}
+
 hwloc_const_bitmap_t actuator_cgroup_original(const Actuator *a, const char *cgroup) {
         const ActCgroup *c;
 

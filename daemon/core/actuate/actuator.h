@@ -233,3 +233,6 @@ size_t actuator_kept_description(const Actuator *a, char *buf, size_t size);
 
 /* How many threads and cgroups the actuator currently owns. */
 void actuator_counts(const Actuator *a, size_t *ret_threads, size_t *ret_cgroups);
+/* The threads of the cgroup the ledger owns, appended to *tids (n, alloc as
+ * for realloc), in no order. */
+int actuator_owned_tids(const Actuator *a, const char *cgroup, pid_t **tids, size_t *n, size_t *alloc);

@@ -46,12 +46,17 @@ int snapshot_format_text(const Snapshot *s, const char *topology_source, FILE *f
         for (size_t i = 0; i < s->n_cgroups; i++) {
                 const CgroupSample *c = &s->cgroups[i];
                 char buf2[CPUSET_STRLEN];
-                fprintf(f,
-                        "\nCgroup %s (policy %s): CPUs %s of %s, %zu threads, pressure some avg10 %.2f%%\n",
+                fprintf(f, "\nCgroup %s (policy %s): CPUs %s of %s, %zu threads, pressure some avg10 %.2f%%",
                         c->path, cgroup_policy_to_string(c->policy),
                         cpuset_to_string(c->cpus, buf, sizeof(buf)),
-                        cpuset_to_string(c->allowed, buf2, sizeof(buf2)), c->n_threads,
+                        cpuset_to_string(c->allowed, buf2, sizeof(buf2)), c->n_members,
                         c->pressure_some_avg10);
+                if (c->usage >= 0)
+                        fprintf(f, ", usage %.0f (%.1f%%)", c->usage, pct(c->usage));
+                if (c->threads_partial)
+                        fprintf(f, "; quiet: %zu held thread%s read", c->n_threads,
+                                c->n_threads == 1 ? "" : "s");
+                fputc('\n', f);
                 if (c->n_threads == 0)
                         continue;
                 fprintf(f, "  %-8s %4s %-16s %14s %14s %12s\n", "TID", "CPU", "ALLOWED", "UTIL", "WAIT",

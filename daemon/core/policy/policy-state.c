@@ -209,6 +209,26 @@ hwloc_const_bitmap_t policy_thread_own_mask(const CgroupState *cs, const ThreadS
         return t->own;
 }
 
+int policy_state_held_tids(const PolicyState *s, const char *cgroup, pid_t **tids, size_t *n,
+                           size_t *alloc) {
+        const CgroupState *c = policy_state_find_cgroup(s, cgroup);
+
+        for (size_t i = 0; c && i < c->n_threads; i++) {
+                if (!policy_thread_holds(&c->threads[i]))
+                        continue;
+                if (*n == *alloc) {
+                        size_t na = *alloc ? *alloc * 2 : 16;
+                        pid_t *p = realloc(*tids, na * sizeof(pid_t));
+                        if (!p)
+                                return -ENOMEM;
+                        *tids = p;
+                        *alloc = na;
+                }
+                (*tids)[(*n)++] = c->threads[i].tid;
+        }
+        return 0;
+}
+
 int policy_state_let_go(PolicyState *s, const char *cgroup, pid_t tid, uint64_t starttime) {
         CgroupState *c;
 
@@ -261,6 +281,56 @@ static int thread_ref_cmp(const void *a, const void *b) {
         return x->index < y->index ? -1 : x->index > y->index;
 }
 
+static ThreadState new_thread_state(const ThreadSample *ts) {
+        return (ThreadState){
+                .tid = ts->tid,
+                .starttime = ts->starttime,
+                .left = {.llc = -1},
+                .streak_unit = -1,
+                .pin_unit = -1,
+        };
+}
+
+/* A quiet cgroup lists only the threads steerd holds (threads_partial):
+ * every other thread keeps its state as it is, without a sample this tick,
+ * and nothing is forgotten. The listed ones are found (or added) in place,
+ * so that the tick costs what is listed, not what the cgroup holds. */
+static int sync_threads_partial(CgroupState *c) {
+        const CgroupSample *cg = c->sample;
+
+        free(c->by_sample);
+        c->by_sample = calloc(MAX(cg->n_threads, (size_t) 1), sizeof(ThreadState *));
+        if (!c->by_sample)
+                return -ENOMEM;
+        for (size_t i = 0; i < cg->n_threads; i++) {
+                const ThreadSample *ts = &cg->threads[i];
+                if (ts->tid <= 0 || policy_cgroup_state_find_thread(c, ts->tid, ts->starttime))
+                        continue;
+                ThreadState *p = realloc(c->threads, (c->n_threads + 1) * sizeof(ThreadState));
+                if (!p)
+                        return -ENOMEM;
+                c->threads = p;
+                size_t k = c->n_threads;
+                while (k > 0 && identity_cmp(c->threads[k - 1].tid, c->threads[k - 1].starttime, ts->tid,
+                                             ts->starttime) > 0) {
+                        c->threads[k] = c->threads[k - 1];
+                        k--;
+                }
+                c->threads[k] = new_thread_state(ts);
+                c->n_threads++;
+        }
+        for (size_t i = 0; i < cg->n_threads; i++) {
+                const ThreadSample *ts = &cg->threads[i];
+                ThreadState *t = (ThreadState *) policy_cgroup_state_find_thread(c, ts->tid, ts->starttime);
+                if (!t || t->sample)
+                        continue; /* a duplicate identity: the first one counts */
+                t->sample = ts;
+                t->acted = false;
+                c->by_sample[i] = t;
+        }
+        return 0;
+}
+
 /* Carries the threads' state over to this tick's threads of the cgroup: a
  * thread whose (tid, starttime) is gone is forgotten without an action, a new
  * identity starts afresh. Both lists are walked in identity order. */
@@ -268,12 +338,12 @@ static int sync_threads(CgroupState *c) {
         const CgroupSample *cg = c->sample;
         _cleanup_(freep) SampleRef *refs = NULL;
         _cleanup_(freep) ThreadState *threads = NULL;
-        size_t n = 0, old = 0;
+        size_t n = 0, old = 0, room = cg->n_threads;
 
         free(c->by_sample);
         c->by_sample = calloc(MAX(cg->n_threads, (size_t) 1), sizeof(ThreadState *));
         refs = calloc(MAX(cg->n_threads, (size_t) 1), sizeof(SampleRef));
-        threads = calloc(MAX(cg->n_threads, (size_t) 1), sizeof(ThreadState));
+        threads = calloc(MAX(room, (size_t) 1), sizeof(ThreadState));
         if (!c->by_sample || !refs || !threads)
                 return -ENOMEM;
 
@@ -299,13 +369,7 @@ static int sync_threads(CgroupState *c) {
                         *t = c->threads[old];
                         c->threads[old++] = (ThreadState){};
                 } else
-                        *t = (ThreadState){
-                                .tid = ts->tid,
-                                .starttime = ts->starttime,
-                                .left = {.llc = -1},
-                                .streak_unit = -1,
-                                .pin_unit = -1,
-                        };
+                        *t = new_thread_state(ts);
                 t->sample = ts;
                 t->acted = false;
         }
@@ -387,6 +451,8 @@ static int carry_cgroups(PolicyCtx *ctx, const SampleRef *refs, size_t n_refs, C
 static int update_own_masks(CgroupState *c) {
         for (size_t k = 0; k < c->n_threads; k++) {
                 ThreadState *t = &c->threads[k];
+                if (!t->sample)
+                        continue; /* not read this tick: as last seen */
                 hwloc_const_bitmap_t own = policy_thread_own_mask(c, t, t->sample);
                 if (own == t->own)
                         continue;
@@ -421,7 +487,8 @@ int policy_state_sync(PolicyCtx *ctx) {
         s->n_cgroups = n;
 
         for (size_t i = 0; i < n; i++) {
-                r = sync_threads(&s->cgroups[i]);
+                CgroupState *c = &s->cgroups[i];
+                r = c->sample->threads_partial ? sync_threads_partial(c) : sync_threads(c);
                 if (r >= 0)
                         r = update_own_masks(&s->cgroups[i]);
                 if (r < 0)

@@ -62,6 +62,11 @@ int policy_state_dup(const PolicyState *s, PolicyState **ret);
  * cgroup's own CPUs. -ENOENT if the state holds nothing for it. */
 int policy_state_let_go(PolicyState *s, const char *cgroup, pid_t tid, uint64_t starttime);
 
+/* The threads of the cgroup on which the state holds a layer (a pin or a
+ * move), sorted, appended to *tids (n, alloc as for realloc): the sampler
+ * reads them even while the cgroup is quiet, so that each stays judged. */
+int policy_state_held_tids(const PolicyState *s, const char *cgroup, pid_t **tids, size_t *n, size_t *alloc);
+
 typedef struct PolicyCounters {
         uint64_t applied;  /* set_* actions emitted */
         uint64_t kept;     /* guard experiments judged not worse */

@@ -110,20 +110,8 @@ static void thread_migrations(Sampler *s, ThreadPrev *tp, pid_t tid) {
         }
 }
 
-/* A thread of the cgroup into c->threads (taken from this tick's scan if it
- * was read there); one that vanished is left out. */
-static int cgroup_add_thread(Sampler *s, ThreadTable *t, size_t n_scanned, pid_t tid, uint64_t now_us,
-                             CgroupSample *c) {
-        ThreadPrev *tp;
-        int r;
-
-        tp = thread_cache_find(t->items, n_scanned, tid);
-        if (!tp) {
-                r = thread_cache_sample(s, t, tid, tid, now_us, &tp);
-                if (r < 0 || !tp)
-                        return r;
-        }
-
+/* The thread's sample into c->threads; 0 too if it vanished meanwhile. */
+static int thread_to_sample(Sampler *s, ThreadPrev *tp, CgroupSample *c) {
         ThreadSample ts = {
                 .tid = tp->tid,
                 .starttime = tp->starttime,
@@ -131,8 +119,9 @@ static int cgroup_add_thread(Sampler *s, ThreadTable *t, size_t n_scanned, pid_t
                 .util = tp->util,
                 .wait = tp->wait,
                 .run_delay_ns = tp->run_delay_ns,
+                .wakeups = tp->wakeups,
         };
-        r = thread_allowed(s, tp, tid, &ts.allowed);
+        int r = thread_allowed(s, tp, tp->tid, &ts.allowed);
         if (r <= 0)
                 return r;
         if (!tp->allowed || !hwloc_bitmap_isequal(tp->allowed, ts.allowed)) {
@@ -143,80 +132,181 @@ static int cgroup_add_thread(Sampler *s, ThreadTable *t, size_t n_scanned, pid_t
                         return -ENOMEM;
                 }
         }
-        thread_migrations(s, tp, tid);
+        thread_migrations(s, tp, tp->tid);
         ts.nr_migrations = tp->nr_migrations;
         c->threads[c->n_threads++] = ts;
         return 0;
 }
 
-/* One line of a task list: a thread id and nothing else. */
-static int parse_tid(const char *p, const char *eol, pid_t *ret) {
-        char *end;
+/* Every member, read through the idle back-off (or taken from this tick's
+ * scan), into a table that replaces the cache's. A member that vanished
+ * leaves the membership. */
+static int threads_all(Sampler *s, CgroupCache *cc, ThreadTable *scan, size_t n_scanned, uint64_t now_us,
+                       CgroupSample *c) {
+        ThreadTable nt = {};
+        size_t kept = 0;
+        int r = 0;
 
-        errno = 0;
-        long tid = strtol(p, &end, 10);
-        if (errno || end == p || end != eol || tid <= 0 || tid > INT32_MAX)
-                return -EINVAL;
-        *ret = (pid_t) tid;
+        c->threads = calloc(cc->n_tids + 1, sizeof(ThreadSample));
+        if (!c->threads)
+                return -ENOMEM;
+        for (size_t i = 0; i < cc->n_tids; i++) {
+                pid_t tid = cc->tids[i];
+                ThreadPrev *tp = thread_cache_find(scan->items, n_scanned, tid);
+                if (!tp) {
+                        r = thread_cache_sample(s, cc->threads, cc->n_threads, &nt, tid, tid, now_us, &tp);
+                        if (r < 0)
+                                break;
+                }
+                if (!tp)
+                        continue;
+                cc->tids[kept++] = tid;
+                r = thread_to_sample(s, tp, c);
+                if (r < 0)
+                        break;
+        }
+        if (r < 0) {
+                /* What the new table took over is closed: opened afresh next time. */
+                thread_prevs_free(s, nt.items, nt.n);
+                cc->members_valid = false;
+                return r;
+        }
+        cc->n_tids = kept;
+        /* Pushed in tid order: the new table is sorted. */
+        thread_prevs_free(s, cc->threads, cc->n_threads);
+        cc->threads = TAKE_PTR(nt.items);
+        cc->n_threads = nt.n;
         return 0;
 }
 
-/* The threads listed in the cgroup's task list (path, contents list). */
-static int cgroup_threads(Sampler *s, const char *path, const char *list, ThreadTable *t, size_t n_scanned,
-                          uint64_t now_us, CgroupSample *c) {
-        unsigned lineno = 0;
+/* A thread just read replaces its entry in the cache (whose descriptors
+ * and mask it took over or closed), or joins it. */
+static ThreadPrev *cache_put(Sampler *s, CgroupCache *cc, ThreadPrev *n) {
+        ThreadPrev *old = thread_cache_find(cc->threads, cc->n_threads, n->tid);
+        if (old) {
+                thread_prev_done(s, old);
+                *old = *n;
+                return old;
+        }
+        ThreadPrev *p = realloc(cc->threads, (cc->n_threads + 1) * sizeof(ThreadPrev));
+        if (!p)
+                return NULL;
+        cc->threads = p;
+        size_t i = 0;
+        while (i < cc->n_threads && cc->threads[i].tid < n->tid)
+                i++;
+        memmove(cc->threads + i + 1, cc->threads + i, (cc->n_threads - i) * sizeof(ThreadPrev));
+        cc->threads[i] = *n;
+        cc->n_threads++;
+        return &cc->threads[i];
+}
+
+/* A quiet cgroup: only the members steerd holds a mask on are read; every
+ * other entry of the cache stays as it is. */
+static int threads_held(Sampler *s, const SamplerCgroup *sc, CgroupCache *cc, uint64_t now_us,
+                        CgroupSample *c) {
         int r;
 
-        /* Count the lines for one allocation. */
-        size_t n_lines = 0;
-        for (const char *p = list; *p; p++)
-                n_lines += *p == '\n';
-        c->threads = calloc(n_lines + 1, sizeof(ThreadSample));
+        c->threads_partial = true;
+        c->threads = calloc(sc->n_held + 1, sizeof(ThreadSample));
         if (!c->threads)
                 return -ENOMEM;
+        for (size_t i = 0; i < sc->n_held; i++) {
+                ThreadTable one = {};
+                ThreadPrev *tp;
 
-        FOREACH_LINE(p, eol, list) {
-                pid_t tid;
-
-                /* Empty lines are skipped and, as strtok_r() did, not counted. */
-                if (p == eol)
+                if (!pid_array_has(cc->tids, cc->n_tids, sc->held[i]))
                         continue;
-                lineno++;
-                if (parse_tid(p, eol, &tid) < 0) {
-                        log_parse_error(DISPLAY(s, path), lineno, "'%.*s' is not a thread id",
-                                        (int) (eol - p), p);
+                r = thread_cache_sample(s, cc->threads, cc->n_threads, &one, sc->held[i], sc->held[i],
+                                        now_us, &tp);
+                if (r < 0 || !tp) {
+                        thread_prevs_free(s, one.items, one.n);
+                        if (r < 0)
+                                return r;
                         continue;
                 }
-                r = cgroup_add_thread(s, t, n_scanned, tid, now_us, c);
+                tp = cache_put(s, cc, &one.items[0]);
+                if (!tp) {
+                        thread_prevs_free(s, one.items, one.n);
+                        return -ENOMEM;
+                }
+                free(one.items);
+                r = thread_to_sample(s, tp, c);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
+/* Whether no decision can use the cgroup's threads this tick (sampler.h):
+ * it has a usage figure, steerd holds none of its CPUs (a cgroup-wide
+ * change is applied and checked through every thread), and its use is
+ * under the quiet limit. */
+static bool cgroup_quiet(const Sampler *s, const SamplerCgroup *sc, const CgroupCache *cc) {
+        if (s->full || !cc->usage_primed || sc->original_cpus)
+                return false;
+        double limit = SCHED_CAPACITY_SCALE *
+                       (SAMPLER_QUIET_PERCENT + SAMPLER_QUIET_THREAD_PERCENT * (double) cc->n_tids) / 100.0;
+        return cc->usage < limit;
+}
+
+static CgroupCache *cache_get(Sampler *s, const SamplerCgroup *sc) {
+        for (size_t i = 0; i < s->n_cgroups; i++)
+                if (streq(s->cgroups[i].dir, sc->loc->dir) && s->cgroups[i].v2 == sc->loc->v2)
+                        return &s->cgroups[i];
+        CgroupCache *p = realloc(s->cgroups, (s->n_cgroups + 1) * sizeof(CgroupCache));
+        if (!p)
+                return NULL;
+        s->cgroups = p;
+        CgroupCache *cc = &s->cgroups[s->n_cgroups];
+        *cc = (CgroupCache){.dir = strdup(sc->loc->dir), .v2 = sc->loc->v2};
+        if (!cc->dir)
+                return NULL;
+        s->n_cgroups++;
+        return cc;
+}
+
+void cgroup_cache_done(Sampler *s, CgroupCache *cc) {
+        thread_prevs_free(s, cc->threads, cc->n_threads);
+        free(cc->tids);
+        free(cc->procs);
+        free(cc->dir);
+        *cc = (CgroupCache){};
+}
+
 static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, size_t n_scanned,
                          uint64_t now_us, hwloc_const_bitmap_t online, CgroupSample *c) {
-        _cleanup_(freep) char *path = NULL, *list = NULL;
+        CgroupCache *cc;
         int r;
 
         c->path = strdup(sc->name);
         if (!c->path)
                 return -ENOMEM;
         c->policy = sc->policy;
-
-        if (asprintf(&path, "%s/%s", sc->loc->dir, sc->loc->v2 ? "cgroup.threads" : "tasks") < 0)
+        cc = cache_get(s, sc);
+        if (!cc)
                 return -ENOMEM;
-        r = sampler_read_file(s, path, &list);
+        cc->seen = true;
+
+        r = members_refresh(s, cc);
         if (r < 0)
                 return r; /* -ENOENT: the cgroup is gone */
-
         r = cgroup_cpus(s, sc, online, c);
         if (r < 0)
                 return r;
         r = cgroup_pressure(s, sc, c);
         if (r < 0)
                 return r;
-        return cgroup_threads(s, path, list, t, n_scanned, now_us, c);
+        r = usage_sample(s, cc, now_us);
+        if (r < 0)
+                return r;
+        c->usage = cc->usage_primed ? cc->usage : -1;
+        if (cgroup_quiet(s, sc, cc))
+                r = threads_held(s, sc, cc, now_us, c);
+        else
+                r = threads_all(s, cc, t, n_scanned, now_us, c);
+        c->n_members = cc->n_tids;
+        return r;
 }
 
 static void cgroup_sample_done(CgroupSample *c) {
@@ -234,6 +324,8 @@ int cgroups_sample(Sampler *s, const SamplerCgroup *cgroups, size_t n_cgroups, T
         snap->cgroups = calloc(MAX(n_cgroups, (size_t) 1), sizeof(CgroupSample));
         if (!snap->cgroups)
                 return -ENOMEM;
+        for (size_t i = 0; i < s->n_cgroups; i++)
+                s->cgroups[i].seen = false;
         for (size_t i = 0; i < n_cgroups; i++) {
                 CgroupSample *c = &snap->cgroups[snap->n_cgroups++];
                 int r = sample_cgroup(s, &cgroups[i], t, n_scanned, now_us, online, c);
@@ -248,5 +340,14 @@ int cgroups_sample(Sampler *s, const SamplerCgroup *cgroups, size_t n_cgroups, T
                 if (r == -ENOMEM)
                         return r;
         }
+        /* A cgroup no longer opted in (or gone) is forgotten with its threads. */
+        size_t k = 0;
+        for (size_t i = 0; i < s->n_cgroups; i++) {
+                if (s->cgroups[i].seen)
+                        s->cgroups[k++] = s->cgroups[i];
+                else
+                        cgroup_cache_done(s, &s->cgroups[i]);
+        }
+        s->n_cgroups = k;
         return 0;
 }

@@ -7,7 +7,12 @@
  *
  *   sampler.c           one tick: sampler_new/free/sample, the commit of
  *                       this tick's counters
- *   sampler-cgroup.c    an opted-in cgroup: its threads, CPUs, pressure
+ *   sampler-cgroup.c    an opted-in cgroup: its layers (usage, membership,
+ *                       threads), CPUs, pressure; whether it is quiet
+ *   sampler-usage.c     the cgroup layer: its CPU use (cpu.stat,
+ *                       cpuacct.usage, else its processes' stat)
+ *   sampler-members.c   the membership layer: task lists when due, the
+ *                       proc connector's joins in between
  *   sampler-runnable.c  the runnable sources (schedstat, debugfs, threads):
  *                       the choice, the fallback, the threads scan
  *   sampler-threads.c   leaf: the per-thread file cache (descriptors kept
@@ -32,6 +37,8 @@ typedef struct ThreadPrev {
         double util, wait; /* smoothed */
         int processor;
         uint64_t delta_run_delay_ns; /* this tick's, for the THREADS source */
+        uint64_t pcount;             /* schedstat's third field: times scheduled in */
+        double wakeups;              /* per second, smoothed */
         uint64_t nr_migrations;      /* last read of /proc/<tid>/sched */
         bool have_migrations;        /* it was read for this thread */
         /* Live root only: stat and schedstat kept open and re-read with
@@ -49,6 +56,43 @@ typedef struct ThreadTable {
         ThreadPrev *items;
         size_t n, alloc;
 } ThreadTable;
+
+/* A process of a cgroup whose CPU time stands in for the cgroup's own
+ * accounting (a v1 cpuset without cpuacct). */
+typedef struct ProcUsage {
+        pid_t tgid;
+        uint64_t ticks; /* utime + stime, clock ticks */
+        bool have;      /* ticks holds a reading */
+} ProcUsage;
+
+/* What the sampler keeps of an opted-in cgroup between ticks, by directory:
+ * its layers. */
+typedef struct CgroupCache {
+        char *dir;
+        bool v2;
+        bool seen; /* passed in this tick */
+
+        /* Membership: sorted, from the task lists when due (members_read),
+         * and the proc connector's joins in between. */
+        pid_t *tids;
+        size_t n_tids, alloc_tids;
+        ProcUsage *procs; /* sorted by tgid */
+        size_t n_procs, alloc_procs;
+        bool members_valid;
+        uint64_t members_read; /* Sampler.n_samples when last read */
+
+        /* The cgroup layer: cumulative CPU time and its smoothed rate. */
+        uint64_t usage_ns;
+        uint64_t usage_us; /* when usage_ns was read */
+        bool have_usage;   /* usage_ns holds a reading */
+        double usage;      /* capacity scale, smoothed; valid once usage_primed */
+        bool usage_primed;
+
+        /* The thread layer: the members' figures as of their last read,
+         * sorted by tid. A quiet cgroup's stay as they are. */
+        ThreadPrev *threads;
+        size_t n_threads;
+} CgroupCache;
 
 typedef struct CpuState {
         double util, runnable; /* smoothed */
@@ -69,8 +113,13 @@ struct Sampler {
 
         CpuState *cpus; /* parallel to topo->cpus */
 
-        ThreadPrev *threads; /* sorted by tid */
+        ThreadPrev *threads; /* sorted by tid: the THREADS source's scan */
         size_t n_threads;
+        CgroupCache *cgroups; /* the opted-in cgroups' layers */
+        size_t n_cgroups;
+        bool membership_events;          /* the proc connector feeds joins */
+        bool full;                       /* no quiet cgroups: every member read */
+        long clock_ticks;                /* sysconf(_SC_CLK_TCK) */
         size_t n_kept_fds, max_kept_fds; /* the descriptors of ThreadPrev */
 
         bool live;                 /* the root is "/": the threads are this host's */
@@ -101,15 +150,19 @@ static inline bool sampler_vanished(int r) {
 
 /* sampler-threads.c */
 
-/* Read thread tid of process pid through the cache and append it to t.
- * Returns 0 and sets *ret (NULL if the thread vanished or its files are
- * malformed: both are logged and skipped, never fatal). */
-int thread_cache_sample(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint64_t now_us, ThreadPrev **ret);
+/* Read thread tid of process pid through the cache prev[0..n_prev) (sorted
+ * by tid) and append it to t. Returns 0 and sets *ret (NULL if the thread
+ * vanished or its files are malformed: both are logged and skipped, never
+ * fatal). */
+int thread_cache_sample(Sampler *s, ThreadPrev *prev, size_t n_prev, ThreadTable *t, pid_t pid, pid_t tid,
+                        uint64_t now_us, ThreadPrev **ret);
 /* items[0..n) sorted by tid; NULL if tid is not among them. */
 ThreadPrev *thread_cache_find(ThreadPrev *items, size_t n, pid_t tid);
 void thread_table_sort(ThreadTable *t);
 /* Closes what the entries keep open and frees them. */
 void thread_prevs_free(Sampler *s, ThreadPrev *items, size_t n);
+/* The same for one entry, which stays allocated (descriptors -1, no mask). */
+void thread_prev_done(Sampler *s, ThreadPrev *p);
 
 /* sampler-runnable.c */
 
@@ -130,6 +183,28 @@ int runnable_sample(Sampler *s, ThreadTable *t, uint64_t now_us, uint64_t dt_us,
  * left out. t->items[0..n_scanned) are sorted by tid. */
 int cgroups_sample(Sampler *s, const SamplerCgroup *cgroups, size_t n_cgroups, ThreadTable *t,
                    size_t n_scanned, uint64_t now_us, hwloc_const_bitmap_t online, Snapshot *snap);
+/* Frees what the sampler keeps of a cgroup (its threads' descriptors too). */
+void cgroup_cache_done(Sampler *s, CgroupCache *cc);
+
+/* sampler-usage.c */
+
+/* The cgroup's CPU use since its last reading into cc->usage (smoothed);
+ * cc->usage_primed says whether it holds a figure. A cgroup without its
+ * own accounting is read through its processes (cc->procs). */
+int usage_sample(Sampler *s, CgroupCache *cc, uint64_t now_us);
+
+/* sampler-members.c */
+
+/* One line of a task list: a thread id and nothing else. */
+int parse_tid(const char *p, const char *eol, pid_t *ret);
+/* The task lists (tasks or cgroup.threads, and cgroup.procs) read again
+ * when due: every sample without membership events, else every
+ * SAMPLER_MEMBERS_EVERY samples. -ENOENT: the cgroup is gone. */
+int members_refresh(Sampler *s, CgroupCache *cc);
+/* Insert into / remove from a sorted array; 1 if it changed. */
+int pid_array_insert(pid_t **a, size_t *n, size_t *alloc, pid_t v);
+bool pid_array_remove(pid_t *a, size_t *n, pid_t v);
+bool pid_array_has(const pid_t *a, size_t n, pid_t v);
 
 /* sampler-cpu.c */
 

@@ -50,7 +50,8 @@ static int scan_process(Sampler *s, ThreadTable *t, pid_t pid, uint64_t now_us, 
                 if (*scanned >= s->settings.max_scan_threads)
                         return 1;
                 ThreadPrev *n;
-                r = thread_cache_sample(s, t, pid, (pid_t) atoi(te->d_name), now_us, &n);
+                r = thread_cache_sample(s, s->threads, s->n_threads, t, pid, (pid_t) atoi(te->d_name),
+                                        now_us, &n);
                 if (r < 0)
                         return r;
                 (*scanned)++;

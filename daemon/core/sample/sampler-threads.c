@@ -15,11 +15,15 @@ static void thread_prev_close(Sampler *s, ThreadPrev *p) {
         p->stat_fd = p->schedstat_fd = -EBADF;
 }
 
+void thread_prev_done(Sampler *s, ThreadPrev *p) {
+        thread_prev_close(s, p);
+        hwloc_bitmap_free(p->allowed);
+        p->allowed = NULL;
+}
+
 void thread_prevs_free(Sampler *s, ThreadPrev *items, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                thread_prev_close(s, &items[i]);
-                hwloc_bitmap_free(items[i].allowed);
-        }
+        for (size_t i = 0; i < n; i++)
+                thread_prev_done(s, &items[i]);
         free(items);
 }
 
@@ -193,9 +197,14 @@ static void thread_fold(const Sampler *s, ThreadPrev *n, const ThreadPrev *p, ui
         double alpha = ewma_alpha(dt_us, s->settings.smoothing_half_life_ms * USEC_PER_MSEC);
         double idle = SAMPLER_IDLE_PERCENT * SCHED_CAPACITY_SCALE / 100.0;
 
+        double wakeups = n->pcount >= p->pcount
+                                 ? (double) (n->pcount - p->pcount) * USEC_PER_SEC / (double) dt_us
+                                 : 0;
+
         n->delta_run_delay_ns = n->run_delay_ns - p->run_delay_ns;
         n->util = ewma_update(p->util, util, alpha);
         n->wait = ewma_update(p->wait, wait, alpha);
+        n->wakeups = ewma_update(p->wakeups, wakeups, alpha);
         if (util < idle && wait < idle && n->util < idle && n->wait < idle)
                 n->interval = MIN(MAX(p->interval, 1u) * 2, SAMPLER_IDLE_MAX_TICKS);
         n->skip = n->interval - 1;
@@ -214,6 +223,7 @@ static int thread_push_read(Sampler *s, ThreadTable *t, ThreadPrev *p, bool kept
                 .starttime = st->starttime,
                 .exec_ns = ss->sum_exec_runtime_ns,
                 .run_delay_ns = ss->run_delay_ns,
+                .pcount = ss->pcount,
                 .processor = st->processor,
                 .stat_fd = TAKE_FD(*stat_fd),
                 .schedstat_fd = TAKE_FD(*ss_fd),
@@ -243,8 +253,8 @@ static int thread_push_read(Sampler *s, ThreadTable *t, ThreadPrev *p, bool kept
  * where it was; and a thread that used under SAMPLER_IDLE_PERCENT of a CPU
  * (run and wait) since its last read is read every 2, 4, ... up to
  * SAMPLER_IDLE_MAX_TICKS ticks, its figures held in between. */
-int thread_cache_sample(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint64_t now_us,
-                        ThreadPrev **ret) {
+int thread_cache_sample(Sampler *s, ThreadPrev *prev, size_t n_prev, ThreadTable *t, pid_t pid, pid_t tid,
+                        uint64_t now_us, ThreadPrev **ret) {
         char ss_text[128];
         _cleanup_(closep) int stat_fd = -EBADF, ss_fd = -EBADF;
         ThreadStat st = {.processor = -1};
@@ -254,7 +264,7 @@ int thread_cache_sample(Sampler *s, ThreadTable *t, pid_t pid, pid_t tid, uint64
         int r;
 
         *ret = NULL;
-        p = thread_cache_find(s->threads, s->n_threads, tid);
+        p = thread_cache_find(prev, n_prev, tid);
         if (p && p->skip > 0)
                 return thread_hold(t, p, ret);
 

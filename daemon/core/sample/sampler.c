@@ -19,6 +19,9 @@ int sampler_new(const RootDir *root, const Topology *topo, const Settings *setti
         s->source = runnable_probe_source(root);
         s->live = streq(root->path, "/");
         s->runnable_needed = true;
+        s->clock_ticks = sysconf(_SC_CLK_TCK);
+        if (s->clock_ticks <= 0)
+                s->clock_ticks = 100;
         /* Keep two descriptors per thread while a quarter of the soft
          * limit allows (the daemon raises it to the hard limit at start). */
         struct rlimit rl;
@@ -39,6 +42,9 @@ Sampler *sampler_free(Sampler *s) {
         proc_schedstat_done(&s->prev_schedstat);
         free(s->cpus);
         thread_prevs_free(s, s->threads, s->n_threads);
+        for (size_t i = 0; i < s->n_cgroups; i++)
+                cgroup_cache_done(s, &s->cgroups[i]);
+        free(s->cgroups);
         free(s);
         return NULL;
 }
@@ -50,6 +56,34 @@ void sampler_set_settings(Sampler *s, const Settings *settings) {
 void sampler_reread_threads(Sampler *s) {
         for (size_t i = 0; i < s->n_threads; i++)
                 s->threads[i].skip = 0;
+        for (size_t i = 0; i < s->n_cgroups; i++)
+                for (size_t k = 0; k < s->cgroups[i].n_threads; k++)
+                        s->cgroups[i].threads[k].skip = 0;
+}
+
+void sampler_reread(Sampler *s, const char *dir, pid_t tid) {
+        for (size_t i = 0; i < s->n_cgroups; i++) {
+                CgroupCache *cc = &s->cgroups[i];
+                if (!streq(cc->dir, dir))
+                        continue;
+                if (tid != 0) {
+                        ThreadPrev *p = thread_cache_find(cc->threads, cc->n_threads, tid);
+                        if (p)
+                                p->skip = 0;
+                        continue;
+                }
+                for (size_t k = 0; k < cc->n_threads; k++)
+                        cc->threads[k].skip = 0;
+        }
+        /* The THREADS source's scan shares a thread's figures with its cgroup. */
+        if (tid != 0) {
+                ThreadPrev *p = thread_cache_find(s->threads, s->n_threads, tid);
+                if (p)
+                        p->skip = 0;
+                return;
+        }
+        for (size_t k = 0; k < s->n_threads; k++)
+                s->threads[k].skip = 0;
 }
 
 void sampler_set_runnable_needed(Sampler *s, bool needed) {
@@ -112,7 +146,7 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
                             &snap->threads_truncated);
         if (r < 0)
                 goto fail;
-        size_t n_scanned = t.n; /* sorted; the cgroups' own threads are appended after */
+        size_t n_scanned = t.n; /* sorted; the cgroups keep their threads themselves */
 
         r = cpu_samples_build(s, online, util_raw, run_raw, dt_us, snap);
         if (r >= 0)

@@ -23,6 +23,21 @@ typedef struct Sampler Sampler;
 #define SAMPLER_IDLE_PERCENT 1
 #define SAMPLER_IDLE_MAX_TICKS 8u
 
+/* The layers (docs/DECISIONS.md, "What the sampler reads"). A cgroup is
+ * quiet while its CPU use, smoothed, stays under SAMPLER_QUIET_PERCENT of
+ * one CPU plus SAMPLER_QUIET_THREAD_PERCENT per member: its threads then
+ * wake, on average, less than about 5 times a second (a wakeup costs some
+ * 10 us of CPU), too rarely for a pin, far too little for a window or a
+ * move. Of a quiet cgroup only the threads steerd holds a mask on are
+ * read. */
+#define SAMPLER_QUIET_PERCENT 1.0
+#define SAMPLER_QUIET_THREAD_PERCENT 0.005
+
+/* With the proc connector's joins, a cgroup's task lists are re-read only
+ * every this many samples, to heal missed events (and to drop threads
+ * that exited while their cgroup was quiet). */
+#define SAMPLER_MEMBERS_EVERY 50u
+
 /* At most this many /proc descriptors kept open (two per thread). */
 #define SAMPLER_MAX_KEPT_FDS ((size_t) 65536)
 
@@ -37,6 +52,10 @@ typedef struct SamplerCgroup {
         /* The CPUs it had before steerd first changed it, NULL if unchanged:
          * what it "allows" is what the operator gave it, not what we left. */
         hwloc_const_bitmap_t original_cpus;
+        /* The threads steerd holds a mask on (sorted): read even while the
+         * cgroup is quiet, so that a pin is released or checked as ever. */
+        const pid_t *held;
+        size_t n_held;
 } SamplerCgroup;
 
 /* root and topo must outlive the sampler. */
@@ -59,9 +78,26 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
  * held between its reads like the rest of its figures: after steerd
  * changed masks, a held one would look like someone else's change. */
 void sampler_reread_threads(Sampler *s);
+/* The same for what one plan changed: the thread tid of the cgroup at dir,
+ * or (tid 0) every thread of it, whose masks a cgroup-wide write
+ * recomposed. The other threads keep their back-off. */
+void sampler_reread(Sampler *s, const char *dir, pid_t tid);
 
 /* Runnable feeds only contention-aware balancing (and the operator's view
  * in observe mode): without it, sched/debug and the threads scan are not
  * read and snapshots say RUNNABLE_SOURCE_NONE. Default: needed. */
 void sampler_set_runnable_needed(Sampler *s, bool needed);
 RunnableSource sampler_source(const Sampler *s);
+
+/* The proc connector keeps the cgroups' membership up to date: with it on,
+ * task lists are re-read every SAMPLER_MEMBERS_EVERY samples instead of
+ * every sample. A thread new in the cgroup at dir (tgid its process) is
+ * added at once; sampler_members_stale() (the connector overflowed)
+ * re-reads every list at the next sample. */
+void sampler_set_membership_events(Sampler *s, bool on);
+/* Every member of every cgroup read each sample, quiet or not: for the
+ * operator's one-shot view (steerd --once), where cost does not matter and
+ * a cgroup without its threads would puzzle. Default: layered. */
+void sampler_set_full(Sampler *s, bool full);
+void sampler_member_joined(Sampler *s, const char *dir, pid_t tid, pid_t tgid);
+void sampler_members_stale(Sampler *s);
