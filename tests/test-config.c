@@ -48,6 +48,8 @@ static void test_full_file_and_dropins(void **state) {
                              "WindowHeadroom=50%\n"
                              "StickyIdlePercent=3.5\n"
                              "StickyScope=cpu\n"
+                             "StickyMinWakeups=2.5\n"
+                             "StickyMaxPinsPerTick=4\n"
                              "[OptIn]\n"
                              "/bench1=latency\n"
                              "/system.slice/app.service=balanced\n"
@@ -71,6 +73,8 @@ static void test_full_file_and_dropins(void **state) {
         assert_true(c->settings.window_headroom == 0.1);
         assert_true(c->settings.sticky_idle_percent == 3.5);
         assert_int_equal(c->settings.sticky_scope, STICKY_SCOPE_CPU);
+        assert_true(c->settings.sticky_min_wakeups == 2.5);
+        assert_int_equal(c->settings.sticky_max_pins, 4);
         assert_int_equal(c->n_opt_ins, 5);
         assert_string_equal(c->opt_ins[0].cgroup, "/bench1");
         assert_int_equal(c->opt_ins[0].policy, CGROUP_POLICY_BALANCED);

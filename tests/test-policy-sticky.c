@@ -172,6 +172,125 @@ static void test_no_pin_when_not_latency(void **unused) {
         }
 }
 
+/* ---- the tick's budget and the wakeup filter (issue 12) ---- */
+
+#define MANY 200
+
+/* One LLC of 32 SMT2 cores, idle; MANY threads of /many spread over the
+ * CPUs, each quiet (util 0, wait 0), scheduled in `wakeups` times a second. */
+static Snapshot *many_snapshot(uint64_t t, double wakeups) {
+        Snapshot *s = topo_new(1, 32, 2, t);
+        size_t cg = topo_add_cgroup(s, "/many", CGROUP_POLICY_LATENCY, NULL);
+        for (unsigned i = 0; i < MANY; i++)
+                topo_add_thread(s, cg, 1000 + (pid_t) i, 5, (int) (i % 64), 0, 0)->wakeups = wakeups;
+        topo_finish(s);
+        return s;
+}
+
+/* Every quiet thread qualifies in the same tick (a fixture, a host going
+ * idle): at most StickyMaxPinsPerTick pins a tick, the longest-waiting
+ * first, every thread pinned once in the end, in ceil(MANY / budget) ticks. */
+static void test_pins_spread_over_ticks(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        bool pinned[MANY] = {};
+        size_t total = 0, worst = 0;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        unsigned ticks = st.sticky_ticks - 1 + (MANY + st.sticky_max_pins - 1) / st.sticky_max_pins;
+        for (unsigned i = 0; i < ticks + 2; i++) {
+                _cleanup_(snapshot_freep) Snapshot *s = many_snapshot(i * TICK_US, 50);
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                worst = MAX(worst, plan->n_actions);
+                for (size_t k = 0; k < plan->n_actions; k++) {
+                        const Action *a = &plan->actions[k];
+                        assert_int_equal(a->kind, ACTION_SET_THREAD_CPUS);
+                        assert_false(pinned[a->tid - 1000]);
+                        pinned[a->tid - 1000] = true;
+                        /* In the snapshot's order within the tick. */
+                        assert_true(k == 0 || a->tid > plan->actions[k - 1].tid);
+                }
+                total += plan->n_actions;
+                if (i + 1 < st.sticky_ticks)
+                        assert_int_equal(plan->n_actions, 0);
+                else if (i < ticks)
+                        assert_true(plan->n_actions > 0);
+        }
+        assert_int_equal(worst, st.sticky_max_pins);
+        assert_int_equal(total, MANY);
+}
+
+/* Sleepers (scheduled in once a second) are not worth a pin; a thread
+ * waking 50 times a second is, and one of an older recording (unknown) too. */
+static void test_pin_only_frequent_wakers(void **unused) {
+        const struct {
+                double wakeups;
+                bool pinned;
+        } cases[] = {{1, false}, {9.9, false}, {10, true}, {50, true}, {-1, true}};
+
+        for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                size_t total = 0;
+                Settings st;
+
+                settings_latency(&st);
+                st.sticky_max_pins = MANY;
+                assert_int_equal(policy_state_new(&state), 0);
+                for (unsigned i = 0; i < st.sticky_ticks + 1; i++) {
+                        _cleanup_(snapshot_freep) Snapshot *s = many_snapshot(i * TICK_US, cases[c].wakeups);
+                        _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                        total += plan->n_actions;
+                }
+                assert_int_equal(total, cases[c].pinned ? MANY : 0);
+        }
+}
+
+/* A quiet cgroup's snapshot lists only the threads steerd holds
+ * (threads_partial): the others keep their state (a pin stays, and is
+ * released later when its core gets busy), nothing is forgotten. */
+static void test_partial_listing_keeps_state(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned i = 0; i < st.sticky_ticks; i++) {
+                _cleanup_(snapshot_freep) Snapshot *s = many_snapshot(i * TICK_US, 50);
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                (void) plan;
+        }
+        /* 16 pinned (tids 1000..1015, in order). Quiet now: only 1003 listed. */
+        for (unsigned i = st.sticky_ticks; i < st.sticky_ticks + 3; i++) {
+                _cleanup_(snapshot_freep) Snapshot *s = many_snapshot(i * TICK_US, 50);
+                CgroupSample *c = &s->cgroups[0];
+                for (size_t k = 0; k < c->n_threads; k++)
+                        hwloc_bitmap_free(c->threads[k].allowed);
+                c->threads[0] = c->threads[3];
+                c->threads[0].allowed = topo_parse("2-3"); /* its pin: CPU 3's core */
+                c->n_threads = 1;
+                c->threads_partial = true;
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                assert_int_equal(plan->n_actions, 0); /* no new pin, nothing restored */
+        }
+        /* All listed again, and thread 1009's core (CPUs 8-9) busy: its pin,
+         * kept through the quiet ticks, is released. */
+        _cleanup_(snapshot_freep) Snapshot *s = many_snapshot(10 * TICK_US, 50);
+        topo_set_cpu(s, 8, 900, 900);
+        topo_finish(s);
+        for (size_t k = 0; k < 16; k++) {
+                CgroupSample *c = &s->cgroups[0];
+                hwloc_bitmap_free(c->threads[k].allowed);
+                char buf[16];
+                snprintf(buf, sizeof(buf), "%zu-%zu", (k % 64) & ~(size_t) 1, ((k % 64) & ~(size_t) 1) + 1);
+                c->threads[k].allowed = topo_parse(buf);
+        }
+        _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+        const Action *a = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/many", 1009);
+        assert_non_null(a);
+        assert_null(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/many", 1003));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pin_after_sticky_ticks),
@@ -180,6 +299,9 @@ int main(void) {
                 cmocka_unit_test(test_release_on_util),
                 cmocka_unit_test(test_release_on_wait),
                 cmocka_unit_test(test_no_pin_when_not_latency),
+                cmocka_unit_test(test_pins_spread_over_ticks),
+                cmocka_unit_test(test_pin_only_frequent_wakers),
+                cmocka_unit_test(test_partial_listing_keeps_state),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,9 @@ typedef struct Settings {
         double sticky_release_percent;  /* 25 */
         double sticky_max_wait_percent; /* 5 */
         StickyScope sticky_scope;       /* core */
+        double sticky_min_wakeups;      /* StickyMinWakeups=, 10 per second: a thread scheduled in
+                                         * less often gains too little from a pin */
+        unsigned sticky_max_pins;       /* StickyMaxPinsPerTick=, 16: pins spread over ticks */
         unsigned imbalance_percent;     /* 117 */
         unsigned max_moves_per_tick;    /* 4 */
         uint64_t min_residency_ms;      /* 1000 */

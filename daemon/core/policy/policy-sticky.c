@@ -95,13 +95,21 @@ int policy_sticky_release(PolicyCtx *ctx) {
         return 0;
 }
 
-static int pin_one(PolicyCtx *ctx, CgroupState *c, ThreadState *t, CpuSet scratch, CpuSet mask) {
+/* A thread that may be pinned this tick, waiting for the tick's budget. */
+typedef struct Candidate {
+        CgroupState *c;
+        ThreadState *t;
+        size_t order; /* the snapshot's order */
+} Candidate;
+
+/* The streak of a thread (a quiet tick on its unit extends it); 1 when the
+ * thread may be pinned now, with its unit in *ret_unit. */
+static int pin_candidate(PolicyCtx *ctx, CgroupState *c, ThreadState *t, CpuSet scratch) {
         const Settings *st = ctx->settings;
         const ThreadSample *ts = t->sample;
         double wait_limit = st->sticky_max_wait_percent * SCHED_CAPACITY_SCALE / 100.0;
         double others, capacity;
         hwloc_const_bitmap_t unit;
-        char reason[512];
         int u = -1;
 
         unit = unit_of(ctx, ts, scratch, &u);
@@ -118,10 +126,32 @@ static int pin_one(PolicyCtx *ctx, CgroupState *c, ThreadState *t, CpuSet scratc
                 return 0;
         }
 
+        /* A pin pays on the thread's wakeups: one that is scheduled in less
+         * than StickyMinWakeups times a second (a sleeper) gains nothing a
+         * syscall is worth. Unknown (older recordings): no filter. */
+        if (ts->wakeups >= 0 && ts->wakeups < st->sticky_min_wakeups)
+                return 0;
         if (t->pin.mask || t->acted || t->streak < MAX(st->sticky_ticks, 1u) ||
             policy_backed_off(c, ACTION_POLICY_STICKY, ctx->now_us) || !policy_thread_resident(ctx, t))
                 return 0;
+        return 1;
+}
 
+static int pin_one(PolicyCtx *ctx, const Candidate *k, CpuSet scratch, CpuSet mask) {
+        const Settings *st = ctx->settings;
+        CgroupState *c = k->c;
+        ThreadState *t = k->t;
+        const ThreadSample *ts = t->sample;
+        double wait_limit = st->sticky_max_wait_percent * SCHED_CAPACITY_SCALE / 100.0;
+        double others, capacity;
+        hwloc_const_bitmap_t unit;
+        char reason[512];
+        int u = -1;
+
+        unit = unit_of(ctx, ts, scratch, &u);
+        if (!unit)
+                return 0;
+        unit_load(ctx, unit, ts, &others, &capacity);
         hwloc_bitmap_and(mask, unit, policy_thread_below_pin(t));
         hwloc_bitmap_and(mask, mask, policy_cgroup_effective(c));
         hwloc_bitmap_and(mask, mask, c->sample->allowed);
@@ -147,12 +177,30 @@ static int pin_one(PolicyCtx *ctx, CgroupState *c, ThreadState *t, CpuSet scratc
         return r;
 }
 
-int policy_sticky_pin(PolicyCtx *ctx) {
-        _cleanup_cpuset_ CpuSet scratch = hwloc_bitmap_alloc(), mask = hwloc_bitmap_alloc();
-        int r;
+static int order_cmp(const void *a, const void *b) {
+        const Candidate *x = a, *y = b;
+        return (x->order > y->order) - (x->order < y->order);
+}
 
-        if (!scratch || !mask)
-                return -ENOMEM;
+/* The longest streak first (it has waited longest: no thread starves), then
+ * the one that wakes most often (it gains most), then the snapshot's order. */
+static int candidate_cmp(const void *a, const void *b) {
+        const Candidate *x = a, *y = b;
+        if (x->t->streak != y->t->streak)
+                return x->t->streak > y->t->streak ? -1 : 1;
+        double wx = x->t->sample->wakeups, wy = y->t->sample->wakeups;
+        if (wx != wy)
+                return wx > wy ? -1 : 1;
+        return order_cmp(a, b);
+}
+
+/* Every thread's streak, then the candidates of the tick: at most
+ * StickyMaxPinsPerTick pins, so that a tick where every quiet thread
+ * qualifies at once (a fixture, a host going idle) is spread over the next
+ * ticks instead of costing as much as all of them. */
+static int collect_candidates(PolicyCtx *ctx, CpuSet scratch, Candidate **ret, size_t *ret_n) {
+        _cleanup_(freep) Candidate *cands = NULL;
+        size_t n = 0, alloc = 0, order = 0;
 
         for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
@@ -160,7 +208,7 @@ int policy_sticky_pin(PolicyCtx *ctx) {
                         continue;
                 bool enabled = policy_enabled(ctx->settings, c->sample->policy, ACTION_POLICY_STICKY);
 
-                for (size_t k = 0; k < c->sample->n_threads; k++) {
+                for (size_t k = 0; k < c->sample->n_threads; k++, order++) {
                         ThreadState *t = c->by_sample[k];
                         if (!t)
                                 continue;
@@ -168,10 +216,49 @@ int policy_sticky_pin(PolicyCtx *ctx) {
                                 t->streak = 0;
                                 continue;
                         }
-                        r = pin_one(ctx, c, t, scratch, mask);
-                        if (r < 0)
-                                return r;
+                        if (pin_candidate(ctx, c, t, scratch) <= 0)
+                                continue;
+                        if (n == alloc) {
+                                alloc = alloc ? alloc * 2 : 64;
+                                Candidate *p = realloc(cands, alloc * sizeof(Candidate));
+                                if (!p)
+                                        return -ENOMEM;
+                                cands = p;
+                        }
+                        cands[n++] = (Candidate){.c = c, .t = t, .order = order};
                 }
+        }
+        *ret = TAKE_PTR(cands);
+        *ret_n = n;
+        return 0;
+}
+
+int policy_sticky_pin(PolicyCtx *ctx) {
+        _cleanup_cpuset_ CpuSet scratch = hwloc_bitmap_alloc(), mask = hwloc_bitmap_alloc();
+        _cleanup_(freep) Candidate *cands = NULL;
+        unsigned pins = 0;
+        size_t n;
+        int r;
+
+        if (!scratch || !mask)
+                return -ENOMEM;
+        r = collect_candidates(ctx, scratch, &cands, &n);
+        if (r < 0)
+                return r;
+        /* Over budget: the first by candidate_cmp() get their turn. The
+         * plan lists them in the snapshot's order either way. A candidate
+         * that turns out to need no pin (already that narrow) leaves its
+         * turn to the next. */
+        size_t budget = MAX(ctx->settings->sticky_max_pins, 1u);
+        if (n > budget) {
+                qsort(cands, n, sizeof(Candidate), candidate_cmp);
+                qsort(cands, budget, sizeof(Candidate), order_cmp);
+        }
+        for (size_t i = 0; i < n && pins < budget; i++) {
+                r = pin_one(ctx, &cands[i], scratch, mask);
+                if (r < 0)
+                        return r;
+                pins += r > 0;
         }
         return 0;
 }
