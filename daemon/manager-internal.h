@@ -15,5 +15,8 @@ static inline bool mode_applies(Mode m) {
         return m == MODE_LATENCY || m == MODE_BALANCED;
 }
 
+/* The proc connector's events since the last tick (manager.c). */
+void manager_drain_proc_events(Manager *m);
+
 /* The sample timer's callback (manager-tick.c). */
 int manager_on_tick(sd_event_source *s, uint64_t usec, void *userdata);

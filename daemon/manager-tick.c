@@ -295,6 +295,7 @@ static int tick(Manager *m, uint64_t now_us) {
 
         if (now_us - m->xattr_scanned_us >= m->config->settings.rescan_interval_ms * USEC_PER_MSEC)
                 (void) manager_refresh_optins(m, now_us, true);
+        manager_drain_proc_events(m);
         r = tick_cgroups(m, &t);
         if (r < 0)
                 return r;

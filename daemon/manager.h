@@ -31,7 +31,6 @@ const char *mode_source_to_string(ModeSource s);
 typedef struct Manager {
         sd_event *event;
         sd_event_source *sample_timer;
-        sd_event_source *proc_source;
         sd_bus *bus; /* the system bus (watch-bind: may be waiting for it), NULL if it cannot be had */
         sd_event_source *bus_reconnect;
         struct PendingAuth **pending_auths; /* method calls parked until polkit answers */

@@ -16,7 +16,8 @@ typedef struct Seen {
         pid_t want_tgid;
 } Seen;
 
-static void on_fork(pid_t tid, pid_t tgid, void *userdata) {
+static void on_fork(pid_t tid, pid_t tgid, pid_t parent_tgid, void *userdata) {
+        (void) parent_tgid;
         Seen *s = userdata;
         if (tgid == s->want_tgid && s->n < ELEMENTSOF(s->tids))
                 s->tids[s->n++] = tid;

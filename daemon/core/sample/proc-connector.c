@@ -4,6 +4,8 @@
 #include <netlink/msg.h>
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
+#include <stdio.h>
+#include <sys/utsname.h>
 
 #include "log.h"
 #include "proc-connector.h"
@@ -49,25 +51,47 @@ static int on_msg_in(struct nl_msg *msg, void *arg) {
         memcpy(&ev, cn->data, sizeof(ev));
         if (ev.what == PROC_EVENT_FORK) {
                 pc->events++;
-                pc->cb(ev.event_data.fork.child_pid, ev.event_data.fork.child_tgid, pc->userdata);
+                pc->cb(ev.event_data.fork.child_pid, ev.event_data.fork.child_tgid,
+                       ev.event_data.fork.parent_tgid, pc->userdata);
         }
         return NL_SKIP;
+}
+
+/* Linux 6.6's struct proc_input (absent from older headers): the op and
+ * the events wanted, a mask of PROC_EVENT_* (PROC_EVENT_FORK = 1). */
+struct proc_input_66 {
+        enum proc_cn_mcast_op mcast_op;
+        uint32_t event_type;
+};
+
+/* Whether the running kernel takes a struct proc_input: one of another
+ * size than the op alone is ignored by older ones, which would then send
+ * nothing at all. */
+static bool kernel_filters_events(void) {
+        struct utsname u;
+        unsigned major = 0, minor = 0;
+
+        if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+                return false;
+        return major > 6 || (major == 6 && minor >= 6);
 }
 
 static int send_op(ProcConnector *pc, enum proc_cn_mcast_op op) {
         struct {
                 struct cn_msg cn;
-                enum proc_cn_mcast_op op;
+                struct proc_input_66 in;
         } __attribute__((packed)) payload = {
-                .cn = {.id = {.idx = CN_IDX_PROC, .val = CN_VAL_PROC}, .len = sizeof(enum proc_cn_mcast_op)},
-                .op = op,
+                .cn = {.id = {.idx = CN_IDX_PROC, .val = CN_VAL_PROC}},
+                .in = {.mcast_op = op, .event_type = PROC_EVENT_FORK},
         };
+        size_t len = kernel_filters_events() ? sizeof(struct proc_input_66) : sizeof(enum proc_cn_mcast_op);
+        payload.cn.len = (uint16_t) len;
         struct nl_msg *msg = nlmsg_alloc_simple(NLMSG_DONE, 0);
         int r;
 
         if (!msg)
                 return -ENOMEM;
-        r = nlmsg_append(msg, &payload, sizeof(payload), NLMSG_ALIGNTO);
+        r = nlmsg_append(msg, &payload, sizeof(struct cn_msg) + len, NLMSG_ALIGNTO);
         if (r >= 0)
                 r = nl_send_auto(pc->sk, msg);
         nlmsg_free(msg);
@@ -87,6 +111,8 @@ int proc_connector_new(proc_fork_cb cb, void *userdata, ProcConnector **ret) {
         if (!pc->sk)
                 return -ENOMEM;
         nl_socket_disable_seq_check(pc->sk);
+        /* An event is 76 bytes: one recvmsg() each, not a peek first. */
+        nl_socket_disable_msg_peek(pc->sk);
         nl_socket_disable_auto_ack(pc->sk);
         nl_join_groups(pc->sk, CN_IDX_PROC);
         r = nl_socket_modify_cb(pc->sk, NL_CB_MSG_IN, NL_CB_CUSTOM, on_msg_in, pc);

@@ -12,14 +12,21 @@
 
 typedef struct ProcConnector ProcConnector;
 
-/* Called for every fork/clone: tid is the new task, tgid its process. */
-typedef void (*proc_fork_cb)(pid_t tid, pid_t tgid, void *userdata);
+/* Called for every fork/clone: tid is the new task, tgid its process,
+ * parent_tgid the process that forked it (for a new thread: its process's
+ * parent, as the kernel reports it). */
+typedef void (*proc_fork_cb)(pid_t tid, pid_t tgid, pid_t parent_tgid, void *userdata);
 
 int proc_connector_new(proc_fork_cb cb, void *userdata, ProcConnector **ret);
 ProcConnector *proc_connector_free(ProcConnector *pc);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ProcConnector *, proc_connector_free);
 
-/* For the event loop: poll it for EPOLLIN, then call process. */
+/* On Linux 6.6 and later the kernel is asked for fork events only (a host
+ * exits and execs as often as it forks); older kernels send every event,
+ * the others are skipped here.
+ *
+ * For the event loop: poll it for EPOLLIN, then call process; or drain it
+ * once per tick (the socket buffer holds some 40,000 events). */
 int proc_connector_fd(const ProcConnector *pc);
 /* Drain what is queued. -ENOBUFS when the kernel dropped events (the socket
  * overflowed): the caller refreshes every cgroup on its next tick. */

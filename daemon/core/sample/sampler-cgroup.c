@@ -20,17 +20,43 @@ static int sampler_cgroup_cpus(Sampler *s, const char *dir, bool v2, hwloc_const
 /* c->cpus, and c->allowed: what the cgroup may use, i.e. what it had before
  * steerd changed it (or what it has now), within its parent's effective
  * CPUs. */
-static int cgroup_cpus(Sampler *s, const SamplerCgroup *sc, hwloc_const_bitmap_t online, CgroupSample *c) {
+/* The cgroup's own effective CPUs file (the first that cgroup_effective_cpus()
+ * reads), kept open; anything else (it has none, a v2 cgroup without the
+ * cpuset controller) goes the shared reader's way. */
+static int own_cpus(Sampler *s, CgroupCache *cc, hwloc_const_bitmap_t online, CpuSet *ret) {
+        _cleanup_(freep) char *path = NULL, *text = NULL;
+
+        if (asprintf(&path, "%s/%s", cc->dir, cc->v2 ? "cpuset.cpus.effective" : "cpuset.effective_cpus") <
+            0)
+                return -ENOMEM;
+        if (sampler_read_kept(s, &cc->cpus_fd, path, &text) < 0)
+                return sampler_cgroup_cpus(s, cc->dir, cc->v2, online, ret);
+        size_t n = strlen(text);
+        while (n > 0 && strchr(" \t\n", text[n - 1]))
+                text[--n] = '\0';
+        if (cpuset_parse(text, ret) < 0)
+                return log_parse_error(DISPLAY(s, path), 1, "not a CPU list: '%.64s'", text);
+        return 0;
+}
+
+static int cgroup_cpus(Sampler *s, const SamplerCgroup *sc, CgroupCache *cc, hwloc_const_bitmap_t online,
+                       CgroupSample *c) {
         _cleanup_(freep) char *parent = NULL;
         _cleanup_cpuset_ CpuSet parent_cpus = NULL;
         const char *dir = sc->loc->dir;
         int r;
 
-        r = sampler_cgroup_cpus(s, dir, sc->loc->v2, online, &c->cpus);
+        r = own_cpus(s, cc, online, &c->cpus);
         if (r < 0)
                 return r;
         hwloc_bitmap_and(c->cpus, c->cpus, online);
 
+        /* A cgroup's effective CPUs lie within its parent's: only CPUs it
+         * had before steerd changed it need the parent's to be clipped. */
+        if (!sc->original_cpus) {
+                c->allowed = hwloc_bitmap_dup(c->cpus);
+                return c->allowed ? 0 : -ENOMEM;
+        }
         parent = strdup(dir);
         if (!parent)
                 return -ENOMEM;
@@ -42,7 +68,7 @@ static int cgroup_cpus(Sampler *s, const SamplerCgroup *sc, hwloc_const_bitmap_t
                 if (!parent_cpus)
                         return -ENOMEM;
         }
-        c->allowed = hwloc_bitmap_dup(sc->original_cpus ?: c->cpus);
+        c->allowed = hwloc_bitmap_dup(sc->original_cpus);
         if (!c->allowed)
                 return -ENOMEM;
         hwloc_bitmap_and(c->allowed, c->allowed, parent_cpus);
@@ -259,7 +285,8 @@ static CgroupCache *cache_get(Sampler *s, const SamplerCgroup *sc) {
                 return NULL;
         s->cgroups = p;
         CgroupCache *cc = &s->cgroups[s->n_cgroups];
-        *cc = (CgroupCache){.dir = strdup(sc->loc->dir), .v2 = sc->loc->v2};
+        *cc = (CgroupCache){
+                .dir = strdup(sc->loc->dir), .v2 = sc->loc->v2, .usage_fd = -EBADF, .cpus_fd = -EBADF};
         if (!cc->dir)
                 return NULL;
         s->n_cgroups++;
@@ -268,6 +295,10 @@ static CgroupCache *cache_get(Sampler *s, const SamplerCgroup *sc) {
 
 void cgroup_cache_done(Sampler *s, CgroupCache *cc) {
         thread_prevs_free(s, cc->threads, cc->n_threads);
+        closep(&cc->usage_fd);
+        closep(&cc->cpus_fd);
+        for (size_t i = 0; i < cc->n_procs; i++)
+                closep(&cc->procs[i].fd);
         free(cc->tids);
         free(cc->procs);
         free(cc->dir);
@@ -291,20 +322,31 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
         r = members_refresh(s, cc);
         if (r < 0)
                 return r; /* -ENOENT: the cgroup is gone */
-        r = cgroup_cpus(s, sc, online, c);
+        r = cgroup_cpus(s, sc, cc, online, c);
         if (r < 0)
                 return r;
         r = cgroup_pressure(s, sc, c);
         if (r < 0)
                 return r;
-        r = usage_sample(s, cc, now_us);
+        r = cc->usage_skip > 0 ? 0 : usage_sample(s, cc, now_us);
         if (r < 0)
                 return r;
         c->usage = cc->usage_primed ? cc->usage : -1;
-        if (cgroup_quiet(s, sc, cc))
+        /* A quiet cgroup's use is read less often, as an idle thread's is:
+         * every 2, 4, then SAMPLER_IDLE_MAX_TICKS ticks; one that wakes up
+         * is seen within that many. */
+        if (cgroup_quiet(s, sc, cc)) {
+                if (cc->usage_skip == 0) {
+                        cc->usage_interval = MIN(MAX(cc->usage_interval, 1u) * 2, SAMPLER_IDLE_MAX_TICKS);
+                        cc->usage_skip = cc->usage_interval - 1;
+                } else
+                        cc->usage_skip--;
                 r = threads_held(s, sc, cc, now_us, c);
-        else
+        } else {
+                cc->usage_interval = 1;
+                cc->usage_skip = 0;
                 r = threads_all(s, cc, t, n_scanned, now_us, c);
+        }
         c->n_members = cc->n_tids;
         return r;
 }

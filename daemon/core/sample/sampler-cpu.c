@@ -8,11 +8,11 @@
 #include "proc-pressure.h"
 #include "sampler-internal.h"
 
-int cpu_read_stat(const Sampler *s, ProcStat *ret) {
+int cpu_read_stat(Sampler *s, ProcStat *ret) {
         _cleanup_(freep) char *text = NULL;
         int r;
 
-        r = sampler_read_file(s, "/proc/stat", &text);
+        r = sampler_read_kept(s, &s->stat_fd, "/proc/stat", &text);
         if (r < 0)
                 return log_error_errno(r, "Cannot read /proc/stat");
         return proc_stat_parse(text, DISPLAY(s, "/proc/stat"), ret, NULL);
@@ -104,12 +104,12 @@ int cpu_samples_build(Sampler *s, hwloc_const_bitmap_t online, const double *uti
         return 0;
 }
 
-int cpu_read_psi(const Sampler *s, Snapshot *snap) {
+int cpu_read_psi(Sampler *s, Snapshot *snap) {
         _cleanup_(freep) char *text = NULL;
         Psi psi;
         int r;
 
-        r = sampler_read_file(s, "/proc/pressure/cpu", &text);
+        r = sampler_read_kept(s, &s->psi_fd, "/proc/pressure/cpu", &text);
         if (r == -ENOENT || r == -EOPNOTSUPP)
                 return 0; /* CONFIG_PSI=n or psi=0: no pressure, not an error */
         if (r < 0)

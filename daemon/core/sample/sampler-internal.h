@@ -63,6 +63,7 @@ typedef struct ProcUsage {
         pid_t tgid;
         uint64_t ticks; /* utime + stime, clock ticks */
         bool have;      /* ticks holds a reading */
+        int fd;         /* /proc/<tgid>/stat kept open, -EBADF */
 } ProcUsage;
 
 /* What the sampler keeps of an opted-in cgroup between ticks, by directory:
@@ -81,7 +82,12 @@ typedef struct CgroupCache {
         bool members_valid;
         uint64_t members_read; /* Sampler.n_samples when last read */
 
-        /* The cgroup layer: cumulative CPU time and its smoothed rate. */
+        /* The cgroup layer: cumulative CPU time and its smoothed rate, read
+         * every 2, 4, up to SAMPLER_IDLE_MAX_TICKS ticks while quiet. */
+        int usage_fd; /* cpu.stat or cpuacct.usage kept open, -EBADF */
+        int cpus_fd;  /* its own effective CPUs file kept open, -EBADF */
+        bool no_own;  /* neither exists: its processes stand in (until the next list read) */
+        unsigned usage_interval, usage_skip;
         uint64_t usage_ns;
         uint64_t usage_us; /* when usage_ns was read */
         bool have_usage;   /* usage_ns holds a reading */
@@ -128,6 +134,7 @@ struct Sampler {
         uint64_t debugfs_read_us;  /* when sched/debug was last read */
         unsigned debugfs_failures; /* malformed reads in a row */
         uint64_t self_ns;          /* steerd's CPU time at the last sample */
+        int stat_fd, psi_fd;       /* /proc/stat, /proc/pressure/cpu kept open */
 };
 
 static inline int sampler_read_file(const Sampler *s, const char *path, char **ret) {
@@ -159,6 +166,12 @@ int thread_cache_sample(Sampler *s, ThreadPrev *prev, size_t n_prev, ThreadTable
 /* items[0..n) sorted by tid; NULL if tid is not among them. */
 ThreadPrev *thread_cache_find(ThreadPrev *items, size_t n, pid_t tid);
 void thread_table_sort(ThreadTable *t);
+/* A file read every tick (path through the root), kept open in *fd on the
+ * live root and re-read with pread() from offset 0, where seq_file builds
+ * it afresh: the path lookup is most of what a small /proc or cgroup file
+ * costs. Fixture roots open it each time. *fd is -EBADF after an error. */
+int sampler_read_kept(Sampler *s, int *fd, const char *path, char **ret);
+
 /* Closes what the entries keep open and frees them. */
 void thread_prevs_free(Sampler *s, ThreadPrev *items, size_t n);
 /* The same for one entry, which stays allocated (descriptors -1, no mask). */
@@ -208,14 +221,14 @@ bool pid_array_has(const pid_t *a, size_t n, pid_t v);
 
 /* sampler-cpu.c */
 
-int cpu_read_stat(const Sampler *s, ProcStat *ret);
+int cpu_read_stat(Sampler *s, ProcStat *ret);
 /* Raw util of each CPU since the previous tick (NAN where unknown), less
  * steerd's own CPU time; the CPUs in stat are set in online. */
 void cpu_util_raw(Sampler *s, const ProcStat *stat, uint64_t dt_us, double *util_raw, CpuSet online);
 /* The per-CPU figures into snap->cpus, smoothed over dt_us. */
 int cpu_samples_build(Sampler *s, hwloc_const_bitmap_t online, const double *util_raw, const double *run_raw,
                       uint64_t dt_us, Snapshot *snap);
-int cpu_read_psi(const Sampler *s, Snapshot *snap);
+int cpu_read_psi(Sampler *s, Snapshot *snap);
 
 /* sampler-llc.c */
 

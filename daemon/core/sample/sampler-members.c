@@ -119,11 +119,14 @@ static int procs_update(CgroupCache *cc, const pid_t *tgids, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 while (old < cc->n_procs && cc->procs[old].tgid < tgids[i])
                         old++;
-                if (old < cc->n_procs && cc->procs[old].tgid == tgids[i])
+                if (old < cc->n_procs && cc->procs[old].tgid == tgids[i]) {
                         procs[i] = cc->procs[old];
-                else
-                        procs[i] = (ProcUsage){.tgid = tgids[i]};
+                        cc->procs[old].fd = -EBADF; /* taken over */
+                } else
+                        procs[i] = (ProcUsage){.tgid = tgids[i], .fd = -EBADF};
         }
+        for (size_t k = 0; k < cc->n_procs; k++)
+                closep(&cc->procs[k].fd); /* processes that left */
         free(cc->procs);
         cc->procs = procs;
         cc->n_procs = cc->alloc_procs = n;
@@ -153,6 +156,7 @@ int members_refresh(Sampler *s, CgroupCache *cc) {
         cc->n_tids = cc->alloc_tids = n_tids;
         cc->members_valid = true;
         cc->members_read = s->n_samples;
+        cc->no_own = false; /* cpuacct may have been mounted since */
         return 0;
 }
 
@@ -189,8 +193,41 @@ void sampler_member_joined(Sampler *s, const char *dir, pid_t tid, pid_t tgid) {
         memmove(cc->procs + i + 1, cc->procs + i, (cc->n_procs - i) * sizeof(ProcUsage));
         /* A process new to the cgroup brings its history: its first reading
          * only primes. */
-        cc->procs[i] = (ProcUsage){.tgid = tgid};
+        cc->procs[i] = (ProcUsage){.tgid = tgid, .fd = -EBADF};
         cc->n_procs++;
+}
+
+static bool has_proc(const CgroupCache *cc, pid_t tgid) {
+        size_t lo = 0, hi = cc->n_procs;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (cc->procs[mid].tgid == tgid)
+                        return true;
+                if (cc->procs[mid].tgid < tgid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return false;
+}
+
+int sampler_member_cgroup(const Sampler *s, pid_t tid, pid_t tgid, pid_t parent_tgid, const char **ret_dir) {
+        bool unknown = false;
+
+        for (size_t i = 0; i < s->n_cgroups; i++) {
+                const CgroupCache *cc = &s->cgroups[i];
+                if (!cc->members_valid) {
+                        unknown = true;
+                        continue;
+                }
+                bool thread = tid != tgid;
+                if (has_proc(cc, thread ? tgid : parent_tgid) ||
+                    (thread && pid_array_has(cc->tids, cc->n_tids, tgid))) {
+                        *ret_dir = cc->dir;
+                        return 1;
+                }
+        }
+        return unknown ? -ENODATA : 0;
 }
 
 void sampler_members_stale(Sampler *s) {

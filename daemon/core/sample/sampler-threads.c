@@ -95,6 +95,48 @@ static int pread_text(int fd, char *buf, size_t size) {
         return 0;
 }
 
+int sampler_read_kept(Sampler *s, int *fd, const char *path, char **ret) {
+        _cleanup_(freep) char *buf = NULL;
+        size_t size = 0, alloc = 0;
+        int r;
+
+        if (*fd < 0) {
+                r = rootdir_open_file(s->root, path, O_RDONLY | O_CLOEXEC, fd);
+                if (r < 0)
+                        return r;
+        }
+        for (;;) {
+                if (alloc - size < 2048) {
+                        char *p = realloc(buf, alloc + 4096);
+                        if (!p)
+                                return -ENOMEM;
+                        buf = p;
+                        alloc += 4096;
+                }
+                ssize_t n = pread(*fd, buf + size, alloc - size - 1, (off_t) size);
+                if (n < 0) {
+                        r = negative_errno();
+                        close(*fd);
+                        *fd = -EBADF;
+                        return r;
+                }
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+                /* seq_file gives all it has to a read that asks for more:
+                 * short means the end, no second read to see it. */
+                if ((size_t) n < alloc - (size - (size_t) n) - 1)
+                        break;
+        }
+        buf[size] = '\0';
+        if (!s->live) {
+                close(*fd); /* fixture roots: opened afresh each time */
+                *fd = -EBADF;
+        }
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
 /* Open one of the thread's files, read it into buf; *ret_fd keeps it open
  * (or -1 when keep is false). */
 static int open_thread_file(Sampler *s, const char *path, bool keep, char *buf, size_t size, int *ret_fd) {

@@ -9,13 +9,17 @@
 
 /* The cgroup's own accounting: v2 cpu.stat (always there), v1
  * cpuacct.usage where cpuacct is mounted with cpuset. -ENOENT: none. */
-static int usage_own(Sampler *s, const CgroupCache *cc, uint64_t *ret_ns) {
+static int usage_own(Sampler *s, CgroupCache *cc, uint64_t *ret_ns) {
         _cleanup_(freep) char *path = NULL, *text = NULL;
         int r;
 
+        if (cc->no_own && !cc->v2)
+                return -ENOENT;
         if (asprintf(&path, "%s/%s", cc->dir, cc->v2 ? "cpu.stat" : "cpuacct.usage") < 0)
                 return -ENOMEM;
-        r = sampler_read_file(s, path, &text);
+        r = sampler_read_kept(s, &cc->usage_fd, path, &text);
+        if (r == -ENOENT)
+                cc->no_own = true;
         if (r < 0)
                 return r;
         r = cc->v2 ? cgroup_cpu_stat_parse(text, DISPLAY(s, path), ret_ns)
@@ -37,7 +41,7 @@ static int usage_procs(Sampler *s, CgroupCache *cc, uint64_t *ret_delta_ns) {
                 ThreadStat st;
 
                 snprintf(path, sizeof(path), "/proc/%d/stat", (int) p->tgid);
-                if (sampler_read_file(s, path, &text) < 0 ||
+                if (sampler_read_kept(s, &p->fd, path, &text) < 0 ||
                     thread_stat_parse(text, DISPLAY(s, path), &st, NULL) < 0) {
                         p->have = false;
                         continue;

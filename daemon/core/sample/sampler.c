@@ -19,6 +19,7 @@ int sampler_new(const RootDir *root, const Topology *topo, const Settings *setti
         s->source = runnable_probe_source(root);
         s->live = streq(root->path, "/");
         s->runnable_needed = true;
+        s->stat_fd = s->psi_fd = -EBADF;
         s->clock_ticks = sysconf(_SC_CLK_TCK);
         if (s->clock_ticks <= 0)
                 s->clock_ticks = 100;
@@ -45,6 +46,8 @@ Sampler *sampler_free(Sampler *s) {
         for (size_t i = 0; i < s->n_cgroups; i++)
                 cgroup_cache_done(s, &s->cgroups[i]);
         free(s->cgroups);
+        closep(&s->stat_fd);
+        closep(&s->psi_fd);
         free(s);
         return NULL;
 }
@@ -66,6 +69,7 @@ void sampler_reread(Sampler *s, const char *dir, pid_t tid) {
                 CgroupCache *cc = &s->cgroups[i];
                 if (!streq(cc->dir, dir))
                         continue;
+                cc->usage_skip = 0;
                 if (tid != 0) {
                         ThreadPrev *p = thread_cache_find(cc->threads, cc->n_threads, tid);
                         if (p)

@@ -101,3 +101,10 @@ void sampler_set_membership_events(Sampler *s, bool on);
 void sampler_set_full(Sampler *s, bool full);
 void sampler_member_joined(Sampler *s, const char *dir, pid_t tid, pid_t tgid);
 void sampler_members_stale(Sampler *s);
+/* The opted-in cgroup a task new since the last sample is in, from the
+ * membership alone: a new thread of a member process, or a new process of
+ * a member parent (a fork starts in its parent's cgroup). 1 with *ret_dir
+ * (borrowed), 0 if in none, -ENODATA when some cgroup's membership is not
+ * known yet (read /proc/TID/cgroup instead). Costs no file read: a host
+ * forks far more often than steerd's cgroups do. */
+int sampler_member_cgroup(const Sampler *s, pid_t tid, pid_t tgid, pid_t parent_tgid, const char **ret_dir);
