@@ -246,6 +246,33 @@ static void test_pin_only_frequent_wakers(void **unused) {
         }
 }
 
+/* The checker holds every plan to the budget: a 17th pin is a violation. */
+static void test_checker_counts_pins(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        _cleanup_(snapshot_freep) Snapshot *s = many_snapshot(0, 50);
+        _cleanup_plan_ Plan *plan = NULL;
+        char *why = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        assert_int_equal(plan_new(&plan), 0);
+        for (unsigned i = 0; i <= st.sticky_max_pins; i++) {
+                const ThreadSample *ts = &s->cgroups[0].threads[i];
+                _cleanup_cpuset_ CpuSet core = hwloc_bitmap_alloc();
+                hwloc_bitmap_set(core, (unsigned) ts->cpu & ~1u);
+                hwloc_bitmap_set(core, ((unsigned) ts->cpu & ~1u) + 1);
+                if (i == st.sticky_max_pins) /* 16 are fine */
+                        assert_int_equal(policy_check_plan(s, &st, state, plan, 0, NULL), 0);
+                assert_int_equal(plan_add(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/many",
+                                          ts->tid, ts->starttime, core, "test"),
+                                 0);
+        }
+        assert_int_equal(policy_check_plan(s, &st, state, plan, 0, &why), 1);
+        assert_non_null(strstr(why, "StickyMaxPinsPerTick"));
+        free(why);
+}
+
 /* A quiet cgroup's snapshot lists only the threads steerd holds
  * (threads_partial): the others keep their state (a pin stays, and is
  * released later when its core gets busy), nothing is forgotten. */
@@ -302,6 +329,7 @@ int main(void) {
                 cmocka_unit_test(test_pins_spread_over_ticks),
                 cmocka_unit_test(test_pin_only_frequent_wakers),
                 cmocka_unit_test(test_partial_listing_keeps_state),
+                cmocka_unit_test(test_checker_counts_pins),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -193,6 +193,20 @@ static int check_mask(const Check *k, const ThreadSample *ts, const Action *a, c
         return 0;
 }
 
+/* A sticky pin: within StickyMaxPinsPerTick (no tick pins in a burst). */
+static int check_pins(const Check *k, const Action *a, char **ret_reason) {
+        size_t pins = 1;
+
+        for (size_t i = 0; k->prefix && i < k->prefix->n_actions; i++) {
+                const Action *p = &k->prefix->actions[i];
+                pins += p->kind == a->kind && p->policy == ACTION_POLICY_STICKY;
+        }
+        if (pins > MAX(k->settings->sticky_max_pins, 1u))
+                return fail(ret_reason, "pin %zu of this tick, StickyMaxPinsPerTick %u", pins,
+                            k->settings->sticky_max_pins);
+        return 0;
+}
+
 /* A balance move: within MaxMovesPerTick, to one LLC, and a whole cgroup not
  * back to the LLC it just left. */
 static int check_move(const Check *k, const ThreadSample *ts, const Action *a, char **ret_reason) {
@@ -272,6 +286,11 @@ int policy_check_action(const Snapshot *snap, const Settings *settings, const Po
 
         if (action_is_move(a)) {
                 r = check_move(&k, ts, a, ret_reason);
+                if (r != 0)
+                        return r;
+        }
+        if (a->policy == ACTION_POLICY_STICKY) {
+                r = check_pins(&k, a, ret_reason);
                 if (r != 0)
                         return r;
         }
