@@ -138,7 +138,7 @@ int members_refresh(Sampler *s, CgroupCache *cc) {
         size_t n_tids, n_tgids;
         int r;
 
-        if (cc->members_valid && s->membership_events &&
+        if (cc->members_valid && s->membership_events && cc->n_tids >= SAMPLER_MEMBERS_SMALL &&
             s->n_samples - cc->members_read < SAMPLER_MEMBERS_EVERY)
                 return 0;
         r = read_ids(s, cc->dir, cc->v2 ? "cgroup.threads" : "tasks", &tids, &n_tids);

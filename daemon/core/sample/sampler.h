@@ -37,6 +37,11 @@ typedef struct Sampler Sampler;
  * every this many samples, to heal missed events (and to drop threads
  * that exited while their cgroup was quiet). */
 #define SAMPLER_MEMBERS_EVERY 50u
+/* A task moved into a cgroup (echo PID > cgroup.procs: how a workload
+ * starts in one) raises no event; a list this short is cheap to read, so a
+ * cgroup with fewer members is read every sample and a workload started in
+ * an empty cgroup is seen at once. */
+#define SAMPLER_MEMBERS_SMALL 64u
 
 /* At most this many /proc descriptors kept open (two per thread). */
 #define SAMPLER_MAX_KEPT_FDS ((size_t) 65536)
