@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Parsers for cost.sh; each prints "metric value" lines.
 
-  cost-parse.py dumps BASE SKIP      per-tick Ir from callgrind --dump-after=on_tick
+  cost-parse.py dumps BASE SKIP      per-tick Ir from callgrind --dump-after=manager_on_tick
                                      files BASE.1, BASE.2, ...: skips the first
                                      SKIP dumps (start-up, first samples); prints
                                      ir_tick (median), ir_tick_min, ir_tick_max,
@@ -17,7 +17,7 @@ import statistics
 import subprocess
 import sys
 
-PARTS = ['on_tick', 'sampler_sample', 'sample_thread', 'policy_decide', 'actuator_check_ownership', 'actuator_apply',
+PARTS = ['manager_on_tick', 'sampler_sample', 'sample_thread', 'policy_decide', 'actuator_check_ownership', 'actuator_apply',
          'bus_emit_tick', 'manager_refresh_optins', 'on_proc_event', 'snprintf']
 
 
@@ -72,7 +72,7 @@ def top_functions(path, n):
     """steerd's own functions by inclusive Ir, below the tick"""
     out = subprocess.run(['callgrind_annotate', '--inclusive=yes', '--threshold=99', path],
                          capture_output=True, text=True).stdout
-    skip = {'main', 'manager_run', 'run_daemon', 'on_tick', 'tick', '(below main)'}
+    skip = {'main', 'manager_run', 'run_daemon', 'manager_on_tick', 'on_tick', 'tick', '(below main)'}
     res = []
     for line in out.splitlines():
         m = re.match(r'\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+\?\?\?:([\w.]+)\S*\s+\[.*/steerd\]', line)

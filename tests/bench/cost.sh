@@ -4,7 +4,7 @@
 # 1. Instructions per daemon tick (callgrind): steerd --foreground on generated
 #    fixture roots (tests/gen-fixture-root.py, --root) with synthetic hwloc
 #    topologies (--topology), mode latency, /bench1 opted in, under
-#    `valgrind --tool=callgrind --dump-after=on_tick`: one dump per tick; the
+#    `valgrind --tool=callgrind --dump-after=manager_on_tick`: one dump per tick; the
 #    median of the steady ticks, and its parts (sampler, policy, ...).
 #    Against CPUs (2..1024, at THREADS_AT threads) and opted-in threads
 #    (100..50,000, at 1,024 CPUs).
@@ -12,11 +12,13 @@
 #    snapshot stream built from the same fixture (cost-stream.py): Ir per
 #    policy_decide.
 # 3. Wall-clock and CPU time per tick, plain (no valgrind): the same daemon,
-#    uprobes on on_tick's entry and return (perf probe), SamplePeriodMs=500.
+#    uprobes on manager_on_tick's entry and return (perf probe), SamplePeriodMs=500.
 # 4. A real run: N sleeping threads (sleepers.c) in an opted-in cgroup,
 #    steerd mode latency at SamplePeriodMs (100 ms) on this host: its CPU
-#    share (CPU time / wall) and tick times; REAL_REPS rounds of 0, 1,000,
-#    10,000 threads (metrics named METRIC@ROUND in cost.csv).
+#    share (CPU time / wall) and tick times; REAL_REPS rounds of 0, 100,
+#    1,000, 10,000 threads (metrics named METRIC@ROUND in cost.csv). Two
+#    builds side by side, with 1,000 threads of which 10 spin:
+#    tests/bench/cost-curve.sh.
 #
 # Results: OUTDIR/cost.csv (kind,cpus,threads,metric,value), logs in OUTDIR/logs/cost.
 # The fixtures go to $BENCH_FIXTURES (default /var/tmp/steerd-bench-fixtures)
@@ -44,7 +46,7 @@ else
         CPUS_SWEEP=(2 8 32 128 512 1024) THREADS_AT=1000
         THREADS_SWEEP=(100 1000 10000 50000) PLAIN_ONLY=
         CG_DUMPS=6 CG_TIMEOUT=240 PLAIN_SECONDS=6
-        REAL_THREADS=(0 1000 10000) REAL_SECONDS=10 REAL_REPS=3
+        REAL_THREADS=(0 100 1000 10000) REAL_SECONDS=10 REAL_REPS=3
 fi
 
 # A synthetic hwloc topology of N CPUs: 16-CPU LLCs (8 cores x 2 SMT) in two
@@ -65,7 +67,7 @@ rows() { # KIND CPUS THREADS < "metric value" lines
 PROBES=0
 probes_add() {
         perf probe -q -d 'sbench:*' 2>/dev/null || true
-        perf probe -q -x "$STEERD" -a 'sbench:tick_in=on_tick' -a 'sbench:tick_out=on_tick%return' 2>"$W/probe.err" &&
+        perf probe -q -x "$STEERD" -a 'sbench:tick_in=manager_on_tick' -a 'sbench:tick_out=manager_on_tick%return' 2>"$W/probe.err" &&
                 PROBES=1 || say "no uprobes (perf probe failed: $(head -1 "$W/probe.err")); tick times from CPU time / ticks"
 }
 probes_del() { [ "$PROBES" = 1 ] && perf probe -q -d 'sbench:*' 2>/dev/null || true; }
@@ -109,7 +111,7 @@ measure_callgrind() {
         # 1. callgrind, one dump per tick
         conf "$d/daemon.conf" latency "$PERIOD" /bench1
         rm -rf "$d/cg" && mkdir -p "$d/cg/run" "$d/cg/lib"
-        valgrind --tool=callgrind --dump-after=on_tick --dump-instr=no --callgrind-out-file="$d/cg/out" \
+        valgrind --tool=callgrind --dump-after=manager_on_tick --dump-instr=no --callgrind-out-file="$d/cg/out" \
                 "$STEERD" --foreground --root "$root" --topology "$topo" --config "$d/daemon.conf" \
                 --runtime-dir "$d/cg/run" --state-dir "$d/cg/lib" >"$d/callgrind.log" 2>&1 &
         pid=$!

@@ -24,7 +24,8 @@ usage: tests/bench/run.sh [OPTIONS]
   --configs LIST     comma-separated subset of: default observe latency balanced static;
                      experiments may add variants of the steerd modes: MODE-nodbg (steerd
                      without debugfs, in its own mount namespace), MODE-noguard
-                     (GuardWindowMs=0), e.g. latency-nodbg
+                     (GuardWindowMs=0), MODE-base (the steerd binary STEERD_BASE, e.g.
+                     the commit before a change), e.g. latency-nodbg
   --policy KEY=VAL   extra [Policy] setting for every steerd run (repeatable), e.g.
                      --policy GuardPercent=20 to try another default
   --period MS        SamplePeriodMs of the steerd runs (default 100)
@@ -184,10 +185,15 @@ run_one() { # REP ORDER WORKLOAD CONFIG
                 # MODE[-nodbg][-noguard]: variants for experiments (see usage)
                 RUN_POLICY=()
                 [[ $cfg != *-noguard* ]] || RUN_POLICY+=(GuardWindowMs=0)
-                local nodbg=0
+                local nodbg=0 bin=$STEERD
                 [[ $cfg != *-nodbg* ]] || nodbg=1
+                # MODE-base: the build named by STEERD_BASE (another commit), side by side
+                if [[ $cfg == *-base* ]]; then
+                        [ -x "${STEERD_BASE:-}" ] || die "$cfg needs STEERD_BASE=path/to/steerd"
+                        bin=$STEERD_BASE
+                fi
                 steerd_conf "${cfg%%-*}" "$dir/steerd.conf" "${groups[@]}"
-                STEERD_NS_NO_DEBUGFS=$nodbg steerd_start "$dir/steerd.conf" "$dir/steerd.log" ||
+                STEERD=$bin STEERD_NS_NO_DEBUGFS=$nodbg steerd_start "$dir/steerd.conf" "$dir/steerd.log" ||
                         die "steerd did not start, see $dir/steerd.log"
                 m runnable_debugfs "$(grep -c 'runnable from debugfs' "$dir/steerd.log")"
                 sleep 0.3 ;;
