@@ -15,10 +15,11 @@
  *                       proc connector's joins in between
  *   sampler-runnable.c  the runnable sources (schedstat, debugfs, threads):
  *                       the choice, the fallback, the threads scan
+ *   sampler-cpu.c       per-CPU util from /proc/stat, its smoothing, the
+ *                       host's PSI
  *   sampler-threads.c   leaf: the per-thread file cache (descriptors kept
- *                       open, pread(), the idle back-off)
- *   sampler-cpu.c       leaf: per-CPU util from /proc/stat, its smoothing,
- *                       the host's PSI
+ *                       open, pread(), the idle back-off), and the kept
+ *                       files read every tick (sampler_read_kept())
  *   sampler-llc.c       leaf: the per-LLC figures derived from the CPUs'
  */
 
