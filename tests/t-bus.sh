@@ -46,52 +46,11 @@ fail() {
 }
 
 # ---- a private bus, configured like Debian's system bus ----
-mkdir -p "$TMP/bus"
-chmod 755 "$TMP/bus"
-SOCKET=$TMP/bus/system_bus_socket
-if [ -f "$SRC/units/org.steerd1.conf" ]; then
-        # The policy steerd ships: only root owns org.steerd1, everyone may call it.
-        POLICY="<include>$SRC/units/org.steerd1.conf</include>"
-        echo "bus policy: $SRC/units/org.steerd1.conf"
-else
-        POLICY='<policy user="root"><allow own="org.steerd1"/><allow send_destination="org.steerd1"/></policy>
-  <policy context="default"><allow send_destination="org.steerd1"/></policy>'
-        echo "bus policy: generated (units/org.steerd1.conf not found)"
-fi
-cat >"$TMP/bus.conf" <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$SOCKET</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="UpdateActivationEnvironment"/>
-  </policy>
-  <policy user="root">
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Monitoring"/>
-  </policy>
-  $POLICY
-</busconfig>
-EOF
-dbus-daemon --config-file="$TMP/bus.conf" --nofork --nopidfile >"$TMP/bus.log" 2>&1 &
-BUS_PID=$!
-for _ in $(seq 100); do [ -S "$SOCKET" ] && break; sleep 0.05; done
-[ -S "$SOCKET" ] || { cat "$TMP/bus.log" >&2; fail "dbus-daemon did not start"; }
-export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$SOCKET
+. "$SRC/tests/tools/private-bus.sh"
+# The policy steerd ships: only root owns org.steerd1, everyone may call it.
+POLICY=$( [ -f "$SRC/units/org.steerd1.conf" ] && echo "$SRC/units/org.steerd1.conf")
+echo "bus policy: ${POLICY:-generated (units/org.steerd1.conf not found)}"
+start_private_bus "$TMP" "$POLICY" || { cat "$TMP/bus.log" >&2; fail "dbus-daemon did not start"; }
 
 # ---- a real cgroup to opt in (cpuset v1 where there is one, else cgroup2) ----
 CPUSET=$(awk '$3=="cgroup" && $4 ~ /(^|,)cpuset(,|$)/ {print $2; exit}' /proc/self/mounts)

@@ -61,37 +61,8 @@ setxattr() { # PATH VALUE
 }
 
 # ---- a private bus like Debian's system bus, with the policy steerd ships ----
-mkdir -p "$TMP/bus"
-SOCKET=$TMP/bus/system_bus_socket
-cat >"$TMP/bus.conf" <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$SOCKET</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-  </policy>
-  <include>$SRC/units/org.steerd1.conf</include>
-</busconfig>
-EOF
-dbus-daemon --config-file="$TMP/bus.conf" --nofork --nopidfile >"$TMP/bus.log" 2>&1 &
-BUS_PID=$!
-for _ in $(seq 100); do [ -S "$SOCKET" ] && break; sleep 0.05; done
-[ -S "$SOCKET" ] || fail "dbus-daemon did not start: $(cat "$TMP/bus.log")"
-export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$SOCKET
+. "$SRC/tests/tools/private-bus.sh"
+start_private_bus "$TMP" "$SRC/units/org.steerd1.conf" || fail "dbus-daemon did not start: $(cat "$TMP/bus.log")"
 
 # ---- cgroups: a good one, an xattr'd one (the walk works), one with a bind mount on it ----
 for g in "$NAME" "$NAME-x" "$NAME-bind"; do

@@ -50,37 +50,9 @@ cleanup() {
 trap cleanup EXIT
 
 # A private system bus with the policy steerd ships.
-mkdir -p "$TMP/bus"
-SOCKET=$TMP/bus/system_bus_socket
-cat >"$TMP/bus.conf" <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$SOCKET</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-  </policy>
-  <include>$BENCH_TOP/units/org.steerd1.conf</include>
-</busconfig>
-EOF
-dbus-daemon --config-file="$TMP/bus.conf" --nofork --nopidfile >"$TMP/bus.log" 2>&1 &
-BUS=$!
-for _ in $(seq 100); do [ -S "$SOCKET" ] && break; sleep 0.05; done
-export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$SOCKET
+. "$BENCH_TOP/tests/tools/private-bus.sh"
+start_private_bus "$TMP" "$BENCH_TOP/units/org.steerd1.conf" || die "dbus-daemon did not start: $(cat "$TMP/bus.log")"
+BUS=$BUS_PID
 
 # The cgroups: a (thread churn, opted in by the config), b (steady, opted in
 # and out by steerctl). steerd runs in its own cgroup namespace rooted at

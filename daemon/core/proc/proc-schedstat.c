@@ -156,7 +156,5 @@ const CpuSchedstat *proc_schedstat_find(const ProcSchedstat *s, unsigned cpu) {
 
         if (!s || s->n_cpus == 0)
                 return NULL;
-        if (s->n_cpus == 0)
-                return NULL;
         return bsearch(&key, s->cpus, s->n_cpus, sizeof(CpuSchedstat), cpu_schedstat_cmp);
 }

@@ -192,8 +192,6 @@ const CpuTimes *proc_stat_find(const ProcStat *s, unsigned cpu) {
 
         if (!s || s->n_cpus == 0)
                 return NULL;
-        if (s->n_cpus == 0)
-                return NULL;
         return bsearch(&key, s->cpus, s->n_cpus, sizeof(CpuTimes), cpu_times_cmp);
 }
 
