@@ -87,7 +87,7 @@ static void test_full_file_and_dropins(void **state) {
         /* Each rule knows the line that set it last, for the checks that
          * need the cgroup mounts (the daemon's, with file:line). */
         char *where = NULL;
-        assert_true(asprintf(&where, "%s:12", p) > 0);
+        assert_true(asprintf(&where, "%s:14", p) > 0);
         assert_string_equal(c->opt_ins[1].origin, where);
         free(where);
         assert_non_null(strstr(c->opt_ins[0].origin, "steerd.conf.d/10-a.conf:4"));

@@ -290,11 +290,16 @@ static int add(OptInSet *set, const RootDir *root, const CgroupMounts *m, const 
                                    : -ENOMEM;
         if (r == CGROUP_NOT_CONFINED && !(o->refused = strdup(why)))
                 r = -ENOMEM;
-        if (r < 0 && r != -ENOENT && r != CGROUP_NOT_CONFINED) {
+        /* What a glob or unit matched and is gone again (removed between
+         * the walk and now) is no opt-in waiting for its cgroup: only a
+         * path names one that may come. */
+        bool vanished = r == -ENOENT && c->rule && optin_rule_kind(c->rule) != OPTIN_RULE_PATH &&
+                        !streq(c->rule, STEERD_XATTR);
+        if ((r < 0 && r != -ENOENT && r != CGROUP_NOT_CONFINED) || vanished) {
                 free(o->name);
                 free(o->rule);
                 free(o->refused);
-                return r;
+                return vanished ? 0 : r;
         }
         set->n++;
         return 0;
