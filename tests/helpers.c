@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "test-helpers.h"
 
@@ -47,4 +48,15 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 void test_rm_rf(const char *dir) {
         if (dir)
                 (void) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* pthread_join returns when the kernel clears the tid, before the thread
+ * leaves its thread group: until then /proc shows it and it still takes an
+ * affinity, so a test that expects "gone" waits for that too. */
+void test_wait_thread_gone(pid_t tid) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/task/%d", (int) tid);
+        for (int i = 0; i < 2000 && access(path, F_OK) == 0; i++)
+                usleep(1000);
+        assert_true(access(path, F_OK) < 0);
 }

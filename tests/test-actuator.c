@@ -856,6 +856,7 @@ static void worker_stop(Worker *w) {
         atomic_store(&w->stop, true);
         pthread_join(w->th, NULL);
         w->th = 0;
+        test_wait_thread_gone(w->tid);
 }
 
 static void write_str(const char *path, const char *text) {

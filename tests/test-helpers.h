@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cmocka.h>
 
@@ -16,5 +17,6 @@ char *test_mkdtemp(void);
 /* Write a file below dir (parents created). */
 void test_write_file(const char *dir, const char *path, const char *contents);
 void test_rm_rf(const char *dir);
+void test_wait_thread_gone(pid_t tid);
 /* Exit code ctest counts as "skipped". */
 #define TEST_SKIP 77

@@ -794,6 +794,7 @@ static void test_live_kept_fds(void **state) {
         /* The busy one exits: its descriptors are closed at the next tick. */
         t[0].stop = true;
         pthread_join(t[0].thread, NULL);
+        test_wait_thread_gone(t[0].tid);
         s = live_tick(sp, &cg);
         assert_int_equal(s->cgroups[0].n_threads, 1);
         assert_int_equal(s->cgroups[0].threads[0].tid, t[1].tid);
@@ -802,6 +803,7 @@ static void test_live_kept_fds(void **state) {
 
         t[1].stop = true;
         pthread_join(t[1].thread, NULL);
+        test_wait_thread_gone(t[1].tid);
         s = live_tick(sp, &cg);
         assert_int_equal(s->cgroups[0].n_threads, 0);
         snapshot_free(s);
