@@ -50,6 +50,7 @@ static void test_full_file_and_dropins(void **state) {
                              "StickyScope=cpu\n"
                              "StickyMinWakeups=2.5\n"
                              "StickyMaxPinsPerTick=4\n"
+                             "StickyPairWakeups=250\n"
                              "[OptIn]\n"
                              "/bench1=latency\n"
                              "/system.slice/app.service=balanced\n"
@@ -74,6 +75,7 @@ static void test_full_file_and_dropins(void **state) {
         assert_true(c->settings.sticky_idle_percent == 3.5);
         assert_int_equal(c->settings.sticky_scope, STICKY_SCOPE_CPU);
         assert_true(c->settings.sticky_min_wakeups == 2.5);
+        assert_true(c->settings.sticky_pair_wakeups == 250);
         assert_int_equal(c->settings.sticky_max_pins, 4);
         assert_int_equal(c->n_opt_ins, 5);
         assert_string_equal(c->opt_ins[0].cgroup, "/bench1");
@@ -87,7 +89,7 @@ static void test_full_file_and_dropins(void **state) {
         /* Each rule knows the line that set it last, for the checks that
          * need the cgroup mounts (the daemon's, with file:line). */
         char *where = NULL;
-        assert_true(asprintf(&where, "%s:14", p) > 0);
+        assert_true(asprintf(&where, "%s:15", p) > 0);
         assert_string_equal(c->opt_ins[1].origin, where);
         free(where);
         assert_non_null(strstr(c->opt_ins[0].origin, "steerd.conf.d/10-a.conf:4"));

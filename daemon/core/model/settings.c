@@ -39,6 +39,7 @@ void settings_init_defaults(Settings *s) {
         s->sticky_max_wait_percent = 5;
         s->sticky_min_wakeups = 10;
         s->sticky_max_pins = 16;
+        s->sticky_pair_wakeups = 1000;
         s->sticky_scope = STICKY_SCOPE_CORE;
         s->imbalance_percent = 117;
         s->max_moves_per_tick = 4;

@@ -54,6 +54,9 @@ typedef struct Settings {
         double sticky_min_wakeups;      /* StickyMinWakeups=, 10 per second: a thread scheduled in
                                          * less often gains too little from a pin */
         unsigned sticky_max_pins;       /* StickyMaxPinsPerTick=, 16: pins spread over ticks */
+        double sticky_pair_wakeups;     /* StickyPairWakeups=, 1000 per second: a thread scheduled in
+                                         * this often for short runs talks, and is pinned only
+                                         * together with its partner; 0: every thread alone */
         unsigned imbalance_percent;     /* 117 */
         unsigned max_moves_per_tick;    /* 4 */
         uint64_t min_residency_ms;      /* 1000 */

@@ -205,9 +205,26 @@ static int explain_sticky(Explanation *e, const Settings *st, const CgroupSample
                 return say(e, "sticky", "no pins: %s",
                            cg->policy == CGROUP_POLICY_BALANCED ? "the cgroup's policy is balanced"
                                                                 : "the mode has no pins");
+        size_t talk = 0, paired = 0;
         for (size_t i = 0; i < c->n_threads; i++) {
                 pinned += c->threads[i].pin.mask != NULL;
+                paired += c->threads[i].pin.mask && c->threads[i].pair_tid;
                 streaks += !c->threads[i].pin.mask && c->threads[i].streak > 0;
+        }
+        for (size_t i = 0; i < cg->n_threads; i++)
+                talk += policy_thread_talks(st, &cg->threads[i]);
+        if (talk > 0) {
+                int r = say(e, "sticky",
+                            "%zu thread%s talk (scheduled in >= StickyPairWakeups %.0f times a second, for "
+                            "short "
+                            "runs): pinned only as a pair with a partner, %s; %zu pinned as a pair",
+                            talk, talk == 1 ? "" : "s", st->sticky_pair_wakeups,
+                            talk == 2   ? "and these two are one if their rates match"
+                            : talk == 1 ? "and its partner is not in this cgroup: not pinned"
+                                        : "and more than two are a mesh: not pinned",
+                            paired);
+                if (r < 0)
+                        return r;
         }
         return say(e, "sticky",
                    "%zu of %zu threads pinned to their previous %s, %zu on the way (quiet for fewer than "

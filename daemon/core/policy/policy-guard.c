@@ -35,6 +35,44 @@ static double cgroup_util(const CgroupSample *cg) {
         return u;
 }
 
+/* A pair pin (policy-pair.c): together the wakee waits for the waker's
+ * hand-over, so wait alone would revert every pair. Progress, the pair's
+ * wakeups per second (one per hand-over), decides: fallen by GuardPercent
+ * reverts; risen by GuardPercent keeps even though wait grew; in between,
+ * wait decides as for any pin (two timer threads woken at once gain no
+ * progress together and only wait for each other). */
+static int judge_progress(PolicyCtx *ctx, const Experiment *e, double wait, double wait_limit, char **ret,
+                          Verdict *ret_verdict) {
+        const Settings *st = ctx->settings;
+        double k = 1.0 + st->guard_percent / 100.0;
+        double after = e->sum_progress / e->n_samples, before = e->before_progress;
+        bool fell = after * k < before, rose = after >= before * k;
+
+        *ret_verdict = (Verdict){.outcome = VERDICT_KEPT,
+                                 .at_us = ctx->now_us,
+                                 .before = before,
+                                 .after = after,
+                                 .limit = before};
+        if (fell) {
+                ret_verdict->outcome = VERDICT_REVERTED;
+                if (asprintf(
+                            ret,
+                            "guard: sticky pair made progress worse: %.0f wakeups/s < before %.0f / %.0f%%, "
+                            "over %" PRIu64 " ms",
+                            after, before, k * 100, st->guard_window_ms) < 0)
+                        return -ENOMEM;
+        } else if (!rose && wait > wait_limit) {
+                ret_verdict->outcome = VERDICT_REVERTED;
+                if (asprintf(
+                            ret,
+                            "guard: sticky pair made wait per CPU received worse: %.0f > %.0f, and progress "
+                            "%.0f wakeups/s did not rise by %.0f%% from %.0f, over %" PRIu64 " ms",
+                            wait, wait_limit, after, st->guard_percent, before, st->guard_window_ms) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 /* The verdict's words, or NULL when the change is kept; the figures in
  * ret_verdict. */
 static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPolicy p, char **ret,
@@ -63,6 +101,8 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
         double pressure_limit = e->before_pressure * k + st->guard_pressure_floor;
 
         *ret = NULL;
+        if (e->by_progress)
+                return judge_progress(ctx, e, wait, wait_limit, ret, ret_verdict);
         *ret_verdict = (Verdict){.outcome = VERDICT_KEPT,
                                  .at_us = ctx->now_us,
                                  .before = e->before_wait,
@@ -97,6 +137,30 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
         return 0;
 }
 
+/* The subject's load grew several-fold under the trial (a workload
+ * starting): its wait grew with it, whatever the change did, and
+ * before/after says nothing. The trial starts over from what it is now; a
+ * window too small for the new load grows on its own (DESIGN.md 1.1), that
+ * is not the guard's to catch. A pair together runs faster and gets more
+ * CPU by design: its progress says whether that was the load or the pin. */
+static bool restarted_on_ramp(const PolicyCtx *ctx, Experiment *e) {
+        double floor = ctx->settings->guard_wait_floor * e->n_threads;
+        double util_after = e->sum_util / e->n_samples;
+
+        if (e->by_progress || util_after <= GUARD_RAMP_FACTOR * MAX(e->before_util, floor))
+                return false;
+        *e = (Experiment){
+                .active = true,
+                .start_us = ctx->now_us,
+                .end_us = ctx->now_us + ctx->settings->guard_window_ms * USEC_PER_MSEC,
+                .before_wait = e->sum_wait / e->n_samples,
+                .before_util = util_after,
+                .before_pressure = e->sum_pressure / e->n_samples,
+                .n_threads = e->n_threads,
+        };
+        return true;
+}
+
 static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, ActionPolicy p) {
         _cleanup_(freep) char *why = NULL, *reason = NULL;
         Experiment *e = &l->exp;
@@ -109,30 +173,15 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
                 e->sum_wait += t ? t->sample->wait : cgroup_wait(c->sample);
                 e->sum_util += t ? t->sample->util : cgroup_util(c->sample);
                 e->sum_pressure += c->sample->pressure_some_avg10;
+                if (e->by_progress && t)
+                        e->sum_progress += policy_pair_progress(c, t);
                 e->n_samples++;
         }
         if (ctx->now_us < e->end_us || e->n_samples == 0)
                 return 0;
 
-        /* The subject's load grew several-fold under the trial (a workload
-         * starting): its wait grew with it, whatever the change did, and
-         * before/after says nothing. The trial starts over from what it is
-         * now; a window too small for the new load grows on its own
-         * (DESIGN.md 1.1), that is not the guard's to catch. */
-        double floor = ctx->settings->guard_wait_floor * e->n_threads;
-        double util_after = e->sum_util / e->n_samples;
-        if (util_after > GUARD_RAMP_FACTOR * MAX(e->before_util, floor)) {
-                *e = (Experiment){
-                        .active = true,
-                        .start_us = ctx->now_us,
-                        .end_us = ctx->now_us + ctx->settings->guard_window_ms * USEC_PER_MSEC,
-                        .before_wait = e->sum_wait / e->n_samples,
-                        .before_util = util_after,
-                        .before_pressure = e->sum_pressure / e->n_samples,
-                        .n_threads = e->n_threads,
-                };
+        if (restarted_on_ramp(ctx, e))
                 return 0;
-        }
 
         Verdict v;
         r = judge(ctx, e, !t, p, &why, &v);

@@ -11,11 +11,13 @@
  *   policy-balance.c    moves between LLCs (DESIGN.md 1.3)
  *   policy-window.c     the scan window within an LLC (DESIGN.md 1.1)
  *   policy-sticky.c     prev-CPU pins and their release (DESIGN.md 1.2)
+ *   policy-pair.c       a pair of talking threads pinned together, or not at all
  *   policy-guard.c      experiments judged, reverted, settledness (DESIGN.md 1.4)
  *   policy-layers.c     masks of a subject; setting and dropping layers;
  *                       policy_emit(), which runs every action through the checker
  *   policy-check.c      the invariants, per action and per plan
  *   policy-backoff.c    waiting before acting again: guard backoff, departures
+ *   policy-unit.c       leaf: a pin's unit and its load, talking threads, a pair's progress
  *   policy-predicates.c leaf: policies enabled, residency, the LLC of a mask
  *   policy-state.c      leaf: the state's lifetime, lookups, carry-over by identity
  *   policy-overload.c   leaf: the overload rule (public, policy.h)
@@ -39,6 +41,10 @@ typedef struct Experiment {
         unsigned n_threads;     /* affected threads at decision time, for the noise floor */
         double sum_wait, sum_util, sum_pressure;
         unsigned n_samples;
+        /* A pair pin is judged by its progress too (policy-pair.c): the
+         * pair's wakeups per second, before and summed over the trial. */
+        bool by_progress;
+        double before_progress, sum_progress;
 } Experiment;
 
 /* The LLC a balance move took a thread or cgroup out of. A move back to it
@@ -71,6 +77,13 @@ typedef struct ThreadState {
         int streak_unit;   /* core index (or CPU with StickyScope=cpu) of the streak */
         int pin_unit;      /* the unit whose util releases the pin */
         bool pin_unit_cpu; /* pin_unit is a CPU, not a core */
+        /* A pair pin: the partner pinned with it (0: pinned alone, or not a
+         * pair). On the lower tid of a candidate pair: the partner it was
+         * seen with and for how many ticks in a row. */
+        pid_t pair_tid;
+        uint64_t pair_starttime;
+        pid_t pair_seen_tid;
+        unsigned pair_streak;
 
         /* Valid during one policy_decide() only. */
         const ThreadSample *sample;
@@ -194,6 +207,28 @@ const ThreadState *policy_cgroup_state_find_thread(const CgroupState *c, pid_t t
 hwloc_const_bitmap_t policy_thread_own_mask(const CgroupState *cs, const ThreadState *t,
                                             const ThreadSample *ts);
 
+/* policy-unit.c */
+/* The CPUs a thread would be pinned to and the streak's unit (core index, or
+ * the CPU with StickyScope=cpu); NULL when its last CPU is unusable. */
+hwloc_const_bitmap_t policy_sticky_unit(const PolicyCtx *ctx, const ThreadSample *ts, CpuSet scratch,
+                                        int *ret_unit);
+/* The unit a held pin was decided on (the whole core, even when the
+ * thread's own mask narrowed the pin further). */
+hwloc_const_bitmap_t policy_pin_unit(const PolicyCtx *ctx, const ThreadState *t, CpuSet scratch);
+/* The unit's util without the thread's own share (and its partner's, if
+ * any), and its capacity. */
+void policy_sticky_unit_load(const PolicyCtx *ctx, hwloc_const_bitmap_t unit, const ThreadSample *ts,
+                             const ThreadSample *partner, double *ret_others, double *ret_capacity);
+/* The longest run per wakeup of a thread that talks, in microseconds. */
+#define PAIR_MAX_RUN_US 500.0
+/* A thread that talks: scheduled in at least StickyPairWakeups times a
+ * second, for short runs. It is pinned with its partner or not at all. */
+bool policy_thread_talks(const Settings *st, const ThreadSample *ts);
+/* The partner a pair pin holds with this thread, if it is sampled this tick. */
+const ThreadState *policy_pair_partner(const CgroupState *c, const ThreadState *t);
+/* The pair's wakeups per second, the guard's progress signal. */
+double policy_pair_progress(const CgroupState *c, const ThreadState *t);
+
 /* policy-predicates.c */
 /* Which policies a cgroup gets under the mode: a cgroup's policy narrows the
  * mode (DESIGN.md 4), observe decides as latency. */
@@ -286,6 +321,9 @@ bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c);
 /* The policies, in the order policy_decide() runs them. */
 int policy_guard(PolicyCtx *ctx);
 int policy_sticky_release(PolicyCtx *ctx);
+int policy_pair_release(PolicyCtx *ctx);
+/* Pins pairs within the tick's pin budget; *ret_pins: the pins it used. */
+int policy_pair_pin(PolicyCtx *ctx, unsigned budget, unsigned *ret_pins);
 int policy_balance(PolicyCtx *ctx);
 int policy_window(PolicyCtx *ctx);
 int policy_sticky_pin(PolicyCtx *ctx);

@@ -8,38 +8,6 @@
  * for StickyTicks ticks in a row is narrowed to that core. Pinning must never
  * make a thread wait, so the release is immediate and never rate-limited. */
 
-/* The CPUs the thread would be pinned to and the streak's unit (core index,
- * or the CPU with StickyScope=cpu); NULL when its last CPU is unusable. */
-static hwloc_const_bitmap_t unit_of(const PolicyCtx *ctx, const ThreadSample *ts, CpuSet scratch,
-                                    int *ret_unit) {
-        const CpuSample *cpu;
-
-        if (ts->cpu < 0)
-                return NULL;
-        cpu = snapshot_cpu(ctx->snap, (unsigned) ts->cpu);
-        if (!cpu || !cpu->online || cpu->core < 0 || (size_t) cpu->core >= ctx->n_cores)
-                return NULL;
-
-        if (ctx->settings->sticky_scope == STICKY_SCOPE_CPU) {
-                hwloc_bitmap_only(scratch, cpu->cpu);
-                *ret_unit = (int) cpu->cpu;
-                return scratch;
-        }
-        *ret_unit = cpu->core;
-        return ctx->core_cpus[cpu->core];
-}
-
-/* The unit's util without the thread's own share, and its capacity. */
-static void unit_load(const PolicyCtx *ctx, hwloc_const_bitmap_t unit, const ThreadSample *ts,
-                      double *ret_others, double *ret_capacity) {
-        double others = policy_mask_util(ctx, unit);
-
-        if (ts->cpu >= 0 && hwloc_bitmap_isset(unit, (unsigned) ts->cpu))
-                others -= ts->util;
-        *ret_others = MAX(others, 0.0);
-        *ret_capacity = (double) hwloc_bitmap_weight(unit) * SCHED_CAPACITY_SCALE;
-}
-
 int policy_sticky_release(PolicyCtx *ctx) {
         const Settings *st = ctx->settings;
         double wait_limit = st->sticky_max_wait_percent * SCHED_CAPACITY_SCALE / 100.0;
@@ -58,20 +26,12 @@ int policy_sticky_release(PolicyCtx *ctx) {
                         char buf[CPUSET_STRLEN], reason[512];
                         double others, capacity;
 
-                        if (!t || t->acted || !t->pin.mask)
+                        /* A pair's pin is released with its partner (policy-pair.c). */
+                        if (!t || t->acted || !t->pin.mask || t->pair_tid)
                                 continue;
 
-                        /* The unit the pin was decided on (the whole core, even
-                         * when the thread's own mask narrowed the pin further). */
-                        hwloc_const_bitmap_t unit = t->pin.mask;
-                        if (t->pin_unit_cpu) {
-                                hwloc_bitmap_only(scratch, (unsigned) t->pin_unit);
-                                unit = scratch;
-                        } else if (t->pin_unit >= 0 && (size_t) t->pin_unit < ctx->n_cores &&
-                                   !hwloc_bitmap_iszero(ctx->core_cpus[t->pin_unit]))
-                                unit = ctx->core_cpus[t->pin_unit];
-
-                        unit_load(ctx, unit, t->sample, &others, &capacity);
+                        hwloc_const_bitmap_t unit = policy_pin_unit(ctx, t, scratch);
+                        policy_sticky_unit_load(ctx, unit, t->sample, NULL, &others, &capacity);
                         if (others * 100 > st->sticky_release_percent * capacity)
                                 snprintf(reason, sizeof(reason),
                                          "%s %s util without the thread %.0f > %.0f%% of %.0f (%.0f)",
@@ -83,6 +43,11 @@ int policy_sticky_release(PolicyCtx *ctx) {
                                 snprintf(reason, sizeof(reason), "wait %.0f > %.0f%% of %d (%.0f)",
                                          t->sample->wait, st->sticky_max_wait_percent, SCHED_CAPACITY_SCALE,
                                          wait_limit);
+                        else if (policy_thread_talks(st, t->sample))
+                                snprintf(reason, sizeof(reason),
+                                         "it talks now (%.0f wakeups/s >= StickyPairWakeups %.0f): pinned "
+                                         "with its partner or not at all",
+                                         t->sample->wakeups, st->sticky_pair_wakeups);
                         else
                                 continue;
 
@@ -112,12 +77,12 @@ static int pin_candidate(PolicyCtx *ctx, CgroupState *c, ThreadState *t, CpuSet 
         hwloc_const_bitmap_t unit;
         int u = -1;
 
-        unit = unit_of(ctx, ts, scratch, &u);
+        unit = policy_sticky_unit(ctx, ts, scratch, &u);
         if (!unit) {
                 t->streak = 0;
                 return 0;
         }
-        unit_load(ctx, unit, ts, &others, &capacity);
+        policy_sticky_unit_load(ctx, unit, ts, NULL, &others, &capacity);
         if (others * 100 <= st->sticky_idle_percent * capacity && ts->wait <= wait_limit) {
                 t->streak = t->streak_unit == u ? MIN(t->streak + 1, (unsigned) INT32_MAX) : 1;
                 t->streak_unit = u;
@@ -130,6 +95,12 @@ static int pin_candidate(PolicyCtx *ctx, CgroupState *c, ThreadState *t, CpuSet 
          * than StickyMinWakeups times a second (a sleeper) gains nothing a
          * syscall is worth. Unknown (older recordings): no filter. */
         if (ts->wakeups >= 0 && ts->wakeups < st->sticky_min_wakeups)
+                return 0;
+        /* A thread that talks is pinned with its partner or not at all:
+         * alone, every wakeup of its partner would cross CPUs (measured: a
+         * ping-pong of two processes, each end pinned where it last ran,
+         * lost 29% of its throughput). policy_pair_pin() decides those. */
+        if (policy_thread_talks(st, ts))
                 return 0;
         if (t->pin.mask || t->acted || t->streak < MAX(st->sticky_ticks, 1u) ||
             policy_backed_off(c, ACTION_POLICY_STICKY, ctx->now_us) || !policy_thread_resident(ctx, t))
@@ -148,10 +119,10 @@ static int pin_one(PolicyCtx *ctx, const Candidate *k, CpuSet scratch, CpuSet ma
         char reason[512];
         int u = -1;
 
-        unit = unit_of(ctx, ts, scratch, &u);
+        unit = policy_sticky_unit(ctx, ts, scratch, &u);
         if (!unit)
                 return 0;
-        unit_load(ctx, unit, ts, &others, &capacity);
+        policy_sticky_unit_load(ctx, unit, ts, NULL, &others, &capacity);
         hwloc_bitmap_and(mask, unit, policy_thread_below_pin(t));
         hwloc_bitmap_and(mask, mask, policy_cgroup_effective(c));
         hwloc_bitmap_and(mask, mask, c->sample->allowed);
@@ -173,6 +144,7 @@ static int pin_one(PolicyCtx *ctx, const Candidate *k, CpuSet scratch, CpuSet ma
         if (r > 0) {
                 t->pin_unit = u;
                 t->pin_unit_cpu = st->sticky_scope == STICKY_SCOPE_CPU;
+                t->pair_tid = 0;
         }
         return r;
 }
@@ -236,12 +208,17 @@ static int collect_candidates(PolicyCtx *ctx, CpuSet scratch, Candidate **ret, s
 int policy_sticky_pin(PolicyCtx *ctx) {
         _cleanup_cpuset_ CpuSet scratch = hwloc_bitmap_alloc(), mask = hwloc_bitmap_alloc();
         _cleanup_(freep) Candidate *cands = NULL;
-        unsigned pins = 0;
+        unsigned pins = 0, pair_pins = 0;
         size_t n;
         int r;
 
         if (!scratch || !mask)
                 return -ENOMEM;
+        /* Pairs first: each of them is a pin that pays on two threads. */
+        size_t budget = MAX(ctx->settings->sticky_max_pins, 1u);
+        r = policy_pair_pin(ctx, (unsigned) budget, &pair_pins);
+        if (r < 0)
+                return r;
         r = collect_candidates(ctx, scratch, &cands, &n);
         if (r < 0)
                 return r;
@@ -249,7 +226,7 @@ int policy_sticky_pin(PolicyCtx *ctx) {
          * plan lists them in the snapshot's order either way. A candidate
          * that turns out to need no pin (already that narrow) leaves its
          * turn to the next. */
-        size_t budget = MAX(ctx->settings->sticky_max_pins, 1u);
+        budget -= MIN((size_t) pair_pins, budget);
         if (n > budget) {
                 qsort(cands, n, sizeof(Candidate), candidate_cmp);
                 qsort(cands, budget, sizeof(Candidate), order_cmp);

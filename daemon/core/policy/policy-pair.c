@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+#include "policy-internal.h"
+
+/* A pair of talking threads pinned together (issue 14, the part that needs
+ * no tracing). Stickiness pins a quiet thread where it last ran; for a
+ * thread that hands work to a partner and waits for it, that pins each end
+ * of a ping-pong to its own CPU and every hand-over crosses CPUs (measured:
+ * two processes over a pipe lost 29%). So a thread that talks
+ * (policy_thread_talks()) is never pinned alone. When exactly two threads of
+ * a cgroup talk, about equally often (each hand-over wakes one of them),
+ * they are the pair: both are pinned to the unit of the one whose unit is
+ * quieter without them, if that unit is as quiet as a pin needs and their
+ * util fits it. Three or more talkers are a mesh (hackbench, messaging):
+ * they stay where the kernel puts them.
+ *
+ * Together the wakee waits for the waker to finish its hand-over, so the
+ * pair's wait rises by design and judges nothing: the guard judges a pair
+ * pin by its progress, the pair's wakeups per second (one per hand-over),
+ * and by its wait only when the progress did not rise (policy-guard.c). The
+ * pin is released when the unit gets busy without the pair, when either
+ * stops talking, and when either one's pin goes. */
+
+/* The two talkers' rates agree within this share: a pair. */
+#define PAIR_RATE_MATCH 0.75
+
+typedef struct Pair {
+        ThreadState *a, *b; /* a: the lower tid */
+} Pair;
+
+/* Exactly two talkers, at matching rates. A quiet cgroup lists only the
+ * threads steerd holds: it has no pair to find. */
+static bool find_pair(const PolicyCtx *ctx, const CgroupState *c, Pair *ret) {
+        ThreadState *talk[2];
+        size_t n = 0;
+
+        if (c->sample->threads_partial)
+                return false;
+        for (size_t k = 0; k < c->sample->n_threads; k++) {
+                ThreadState *t = c->by_sample[k];
+                if (!t || !policy_thread_talks(ctx->settings, t->sample))
+                        continue;
+                if (n == 2)
+                        return false;
+                talk[n++] = t;
+        }
+        if (n != 2)
+                return false;
+        double x = talk[0]->sample->wakeups, y = talk[1]->sample->wakeups;
+        if (MIN(x, y) < PAIR_RATE_MATCH * MAX(x, y))
+                return false;
+        bool swap = talk[1]->tid < talk[0]->tid;
+        *ret = (Pair){.a = talk[swap], .b = talk[!swap]};
+        return true;
+}
+
+typedef struct PairUnit {
+        hwloc_const_bitmap_t cpus;
+        int unit;
+        double others, capacity;
+} PairUnit;
+
+/* The quieter of the two ends' units, without the pair's own util. */
+static bool choose_unit(const PolicyCtx *ctx, const Pair *p, CpuSet scratch_a, CpuSet scratch_b,
+                        PairUnit *ret) {
+        PairUnit u[2] = {};
+        size_t n = 0;
+
+        u[n].cpus = policy_sticky_unit(ctx, p->a->sample, scratch_a, &u[n].unit);
+        n += u[n].cpus != NULL;
+        u[n].cpus = policy_sticky_unit(ctx, p->b->sample, scratch_b, &u[n].unit);
+        n += u[n].cpus != NULL;
+        if (n == 0)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                policy_sticky_unit_load(ctx, u[i].cpus, p->a->sample, p->b->sample, &u[i].others,
+                                        &u[i].capacity);
+        *ret = n == 2 && u[1].others < u[0].others ? u[1] : u[0];
+        return true;
+}
+
+/* The pin of one end: the unit within what it and its cgroup may use. */
+static bool end_mask(const PolicyCtx *ctx, const CgroupState *c, const ThreadState *t,
+                     hwloc_const_bitmap_t unit, CpuSet mask) {
+        hwloc_bitmap_and(mask, unit, policy_thread_below_pin(t));
+        hwloc_bitmap_and(mask, mask, policy_cgroup_effective(c));
+        hwloc_bitmap_and(mask, mask, c->sample->allowed);
+        hwloc_bitmap_and(mask, mask, ctx->online);
+        return !hwloc_bitmap_iszero(mask);
+}
+
+/* Whether the pair may be pinned now; counts its streak. */
+static bool pair_ready(PolicyCtx *ctx, CgroupState *c, const Pair *p, const PairUnit *u) {
+        const Settings *st = ctx->settings;
+        ThreadState *a = p->a, *b = p->b;
+        bool quiet = u->others * 100 <= st->sticky_idle_percent * u->capacity;
+
+        if (!quiet) {
+                a->pair_streak = 0;
+                return false;
+        }
+        if (a->pair_seen_tid != b->tid)
+                a->pair_streak = 0;
+        a->pair_seen_tid = b->tid;
+        a->pair_streak = MIN(a->pair_streak + 1, (unsigned) INT32_MAX);
+
+        return !a->pin.mask && !b->pin.mask && !a->acted && !b->acted &&
+               a->pair_streak >= MAX(st->sticky_ticks, 1u) &&
+               MAX(a->sample->util, 0.0) + MAX(b->sample->util, 0.0) <= u->capacity &&
+               !policy_backed_off(c, ACTION_POLICY_STICKY, ctx->now_us) && policy_thread_resident(ctx, a) &&
+               policy_thread_resident(ctx, b);
+}
+
+/* The pair is judged once, on its lower tid's pin: the other end follows
+ * it (a revert of one end lets the other go), and one revert backs the
+ * cgroup off once. */
+static void mark_end(ThreadState *t, const ThreadState *partner, const PairUnit *u, bool unit_cpu,
+                     bool judged, double progress) {
+        t->pin_unit = u->unit;
+        t->pin_unit_cpu = unit_cpu;
+        t->streak = 0;
+        t->pair_tid = partner->tid;
+        t->pair_starttime = partner->starttime;
+        if (!judged) {
+                t->pin.exp = (Experiment){};
+                return;
+        }
+        t->pin.exp.by_progress = t->pin.exp.active;
+        t->pin.exp.before_progress = progress;
+}
+
+/* Pins both ends on one unit; how many pins it set. */
+static int pin_pair(PolicyCtx *ctx, CgroupState *c, const Pair *p, const PairUnit *u, CpuSet ma, CpuSet mb) {
+        const Settings *st = ctx->settings;
+        char buf[CPUSET_STRLEN], reason[512];
+        int r, pins = 0;
+
+        if (!end_mask(ctx, c, p->a, u->cpus, ma) || !end_mask(ctx, c, p->b, u->cpus, mb) ||
+            !hwloc_bitmap_isequal(ma, mb))
+                return 0;
+        double progress = MAX(p->a->sample->wakeups, 0.0) + MAX(p->b->sample->wakeups, 0.0);
+        ThreadState *ends[2][2] = {{p->a, p->b}, {p->b, p->a}};
+        for (size_t i = 0; i < 2; i++) {
+                ThreadState *t = ends[i][0], *o = ends[i][1];
+                snprintf(reason, sizeof(reason),
+                         "pair with tid %d: both talk (%.0f and %.0f wakeups/s >= %.0f), together on %s %s "
+                         "whose util without them %.0f <= %.0f%% of %.0f for %u ticks; their util %.0f "
+                         "fits",
+                         (int) o->tid, t->sample->wakeups, o->sample->wakeups, st->sticky_pair_wakeups,
+                         st->sticky_scope == STICKY_SCOPE_CPU ? "cpu" : "core cpus",
+                         cpuset_to_string(ma, buf, sizeof(buf)), u->others, st->sticky_idle_percent,
+                         u->capacity, p->a->pair_streak,
+                         MAX(t->sample->util, 0.0) + MAX(o->sample->util, 0.0));
+                r = policy_thread_set_layer(ctx, c, t, ACTION_POLICY_STICKY, ma, reason);
+                if (r < 0)
+                        return r;
+                pins += r > 0;
+        }
+        /* Both or neither: one end pinned alone is let go at the next tick. */
+        mark_end(p->a, p->b, u, st->sticky_scope == STICKY_SCOPE_CPU, true, progress);
+        mark_end(p->b, p->a, u, st->sticky_scope == STICKY_SCOPE_CPU, false, progress);
+        return pins;
+}
+
+int policy_pair_pin(PolicyCtx *ctx, unsigned budget, unsigned *ret_pins) {
+        _cleanup_cpuset_ CpuSet sa = hwloc_bitmap_alloc(), sb = hwloc_bitmap_alloc(),
+                                ma = hwloc_bitmap_alloc(), mb = hwloc_bitmap_alloc();
+        unsigned pins = 0;
+        int r;
+
+        if (!sa || !sb || !ma || !mb)
+                return -ENOMEM;
+        for (size_t i = 0; i < ctx->snap->n_cgroups && ctx->settings->sticky_pair_wakeups > 0; i++) {
+                CgroupState *c = ctx->by_sample[i];
+                PairUnit u;
+                Pair p;
+
+                if (!c || !policy_enabled(ctx->settings, c->sample->policy, ACTION_POLICY_STICKY) ||
+                    !find_pair(ctx, c, &p) || !choose_unit(ctx, &p, sa, sb, &u))
+                        continue;
+                if (!pair_ready(ctx, c, &p, &u) || pins + 2 > budget)
+                        continue;
+                r = pin_pair(ctx, c, &p, &u, ma, mb);
+                if (r < 0)
+                        return r;
+                pins += (unsigned) r;
+        }
+        *ret_pins = pins;
+        return 0;
+}
+
+/* Why a held pair pin goes, or NULL while it holds. */
+static const char *release_reason(PolicyCtx *ctx, const CgroupState *c, const ThreadState *t, CpuSet scratch,
+                                  char *buf, size_t size) {
+        const Settings *st = ctx->settings;
+        const ThreadState *o = policy_pair_partner(c, t);
+        char cpus[CPUSET_STRLEN];
+        double others, capacity;
+
+        if (!o || !o->pin.mask) {
+                snprintf(buf, size, "its partner tid %d is not pinned with it any more", (int) t->pair_tid);
+                return buf;
+        }
+        hwloc_const_bitmap_t unit = policy_pin_unit(ctx, t, scratch);
+        policy_sticky_unit_load(ctx, unit, t->sample, o->sample, &others, &capacity);
+        if (others * 100 > st->sticky_release_percent * capacity) {
+                snprintf(buf, size, "pair with tid %d: %s util without them %.0f > %.0f%% of %.0f (%.0f)",
+                         (int) o->tid, cpuset_to_string(unit, cpus, sizeof(cpus)), others,
+                         st->sticky_release_percent, capacity, st->sticky_release_percent * capacity / 100);
+                return buf;
+        }
+        if (!policy_thread_talks(st, t->sample) || !policy_thread_talks(st, o->sample)) {
+                snprintf(buf, size, "pair with tid %d stopped talking: %.0f and %.0f wakeups/s",
+                         (int) o->tid, t->sample->wakeups, o->sample->wakeups);
+                return buf;
+        }
+        return NULL;
+}
+
+int policy_pair_release(PolicyCtx *ctx) {
+        _cleanup_cpuset_ CpuSet scratch = hwloc_bitmap_alloc();
+        char buf[512];
+        int r;
+
+        if (!scratch)
+                return -ENOMEM;
+        for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
+                CgroupState *c = ctx->by_sample[i];
+                for (size_t k = 0; c && k < c->sample->n_threads; k++) {
+                        ThreadState *t = c->by_sample[k];
+                        if (!t || !t->pair_tid)
+                                continue;
+                        if (!t->pin.mask) {
+                                t->pair_tid = 0; /* its pin went another way (guard, window, restore) */
+                                continue;
+                        }
+                        if (t->acted)
+                                continue;
+                        const char *why = release_reason(ctx, c, t, scratch, buf, sizeof(buf));
+                        if (!why)
+                                continue;
+                        r = policy_thread_restore(ctx, c, t, true, ACTION_POLICY_STICKY, why);
+                        if (r < 0)
+                                return r;
+                        t->pair_tid = 0;
+                }
+        }
+        return 0;
+}

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/* A pair of talking threads pinned together, or not at all
+ * (daemon/core/policy/policy-pair.c, docs/POLICY.md). */
+
+#include "test-policy-util.h"
+
+#define A 100
+#define B 101
+
+/* One tick of a ping-pong in /pp on two CPUs (two cores, one LLC): the ends
+ * A and B, and a thread M that does not talk (a main thread). */
+typedef struct PairTick {
+        int cpu_a, cpu_b;
+        double wakeups_a, wakeups_b;
+        double util;           /* of each end */
+        double wait;           /* of each end */
+        double background;     /* util on CPU 0 of a cgroup that is not opted in */
+        const char *allowed;   /* of both ends: NULL for every CPU, else steerd's pin */
+        const char *allowed_b; /* of B, when not the same as A's */
+} PairTick;
+
+static const PairTick apart = {.cpu_a = 0, .cpu_b = 1, .wakeups_a = 12000, .wakeups_b = 12000, .util = 200};
+
+static Snapshot *pair_snapshot(uint64_t t, const PairTick *k) {
+        Snapshot *s = topo_new(1, 2, 1, t);
+        double on[2] = {k->background, 0};
+
+        on[k->cpu_a] += k->util;
+        on[k->cpu_b] += k->util;
+        topo_set_cpu(s, 0, on[0], on[0]);
+        topo_set_cpu(s, 1, on[1], on[1]);
+        size_t cg = topo_add_cgroup(s, "/pp", CGROUP_POLICY_LATENCY, NULL);
+        topo_add_thread(s, cg, 99, 7, 1, 0, 0);
+        topo_add_thread(s, cg, A, 7, k->cpu_a, k->util, k->wait);
+        topo_add_thread(s, cg, B, 7, k->cpu_b, k->util, k->wait);
+        /* Only now: each add may move the array. */
+        ThreadSample *m = &s->cgroups[cg].threads[0], *a = m + 1, *b = m + 2;
+        m->wakeups = 0;
+        a->wakeups = k->wakeups_a;
+        b->wakeups = k->wakeups_b;
+        if (k->allowed) {
+                hwloc_bitmap_free(a->allowed);
+                hwloc_bitmap_free(b->allowed);
+                a->allowed = topo_parse(k->allowed);
+                b->allowed = topo_parse(k->allowed_b ?: k->allowed);
+        }
+        topo_finish(s);
+        return s;
+}
+
+static Plan *pair_step(PolicyState *state, const Settings *st, unsigned i, const PairTick *k) {
+        _cleanup_(snapshot_freep) Snapshot *s = pair_snapshot(i * TICK_US, k);
+        Plan *plan = decide_checked(s, st, state);
+        dump_plan(plan, i);
+        return plan;
+}
+
+/* Runs ticks [from, to) of k; returns the number of actions. */
+static size_t run(PolicyState *state, const Settings *st, unsigned from, unsigned to, const PairTick *k) {
+        size_t n = 0;
+        for (unsigned i = from; i < to; i++) {
+                _cleanup_plan_ Plan *plan = pair_step(state, st, i, k);
+                n += plan->n_actions;
+        }
+        return n;
+}
+
+/* The pair apart for StickyTicks ticks: both ends pinned in the same tick to
+ * the CPU of the lower tid's end (the quieter unit; a tie), never one alone,
+ * never the thread that does not talk. Returns the tick after the pin. */
+static unsigned pin_pair(PolicyState *state, const Settings *st) {
+        for (unsigned i = 0; i < st->sticky_ticks; i++) {
+                _cleanup_plan_ Plan *plan = pair_step(state, st, i, &apart);
+                if (i + 1 < st->sticky_ticks) {
+                        assert_int_equal(plan->n_actions, 0);
+                        continue;
+                }
+                assert_int_equal(plan->n_actions, 2);
+                const Action *a = plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/pp", A);
+                const Action *b = plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/pp", B);
+                assert_cpus(a, "0");
+                assert_cpus(b, "0");
+                assert_non_null(strstr(b->reason, "pair with tid 100"));
+        }
+        return st->sticky_ticks;
+}
+
+/* Together on CPU 0, as steerd pinned them. */
+static PairTick together(double wakeups, double wait) {
+        return (PairTick){.cpu_a = 0,
+                          .cpu_b = 0,
+                          .wakeups_a = wakeups,
+                          .wakeups_b = wakeups,
+                          .util = 450,
+                          .wait = wait,
+                          .allowed = "0"};
+}
+
+static unsigned guard_ticks(const Settings *st) {
+        return (unsigned) (st->guard_window_ms * USEC_PER_MSEC / TICK_US);
+}
+
+static bool explains(const Explanation *e, const char *what) {
+        for (size_t i = 0; i < e->n; i++)
+                if (streq(e->lines[i].topic, "sticky") && strstr(e->lines[i].text, what))
+                        return true;
+        for (size_t i = 0; i < e->n; i++)
+                print_message("    %-8s %s\n", e->lines[i].topic, e->lines[i].text);
+        return false;
+}
+
+/* Pinned together, and `steerctl explain` says why. */
+static void test_pair_pinned_together(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        _cleanup_(explanation_done) Explanation e = {};
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        unsigned i = pin_pair(state, &st);
+        PairTick fast = together(300000, 400);
+        _cleanup_(snapshot_freep) Snapshot *s = pair_snapshot(i * TICK_US, &fast);
+        _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+        assert_int_equal(plan->n_actions, 0);
+        assert_int_equal(policy_explain(s, &st, state, plan, "/pp", s->time_us, &e), 0);
+        assert_true(explains(&e, "2 threads talk"));
+        assert_true(explains(&e, "2 pinned as a pair"));
+}
+
+/* A ping-pong 25x faster together (perf bench sched pipe here: 81.7 -> 3.2
+ * us/op) waits for its partner's hand-over by design: its wait rises, its
+ * progress rises more, and the guard keeps it. */
+static void test_guard_keeps_progress(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        PolicyCounters c;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        unsigned i = pin_pair(state, &st);
+        PairTick fast = together(300000, 400);
+        assert_int_equal(run(state, &st, i, i + 3 * guard_ticks(&st), &fast), 0);
+        policy_state_counters(state, &c);
+        /* One trial for the pair, on its lower tid. */
+        assert_int_equal(c.kept, 1);
+        assert_int_equal(c.reverted, 0);
+}
+
+/* Progress that falls by GuardPercent reverts the pair (the trial's end;
+ * the other end follows in the same tick), and the cgroup's pins back off:
+ * not pinned again while the backoff (2 GuardWindowMs) lasts. */
+static void test_guard_reverts_lost_progress(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        PolicyCounters c;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        unsigned i = pin_pair(state, &st);
+        PairTick slow = together(6000, 0);
+        unsigned end = i - 1 + guard_ticks(&st); /* the trial started with the pin */
+        assert_int_equal(run(state, &st, i, end, &slow), 0);
+        _cleanup_plan_ Plan *plan = pair_step(state, &st, end, &slow);
+        assert_int_equal(plan->n_actions, 2);
+        const Action *a = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/pp", A);
+        assert_non_null(a);
+        assert_non_null(strstr(a->reason, "progress worse"));
+        assert_cpus(a, "0-1");
+        const Action *b = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/pp", B);
+        assert_non_null(b);
+        assert_non_null(strstr(b->reason, "partner tid 100"));
+        policy_state_counters(state, &c);
+        assert_int_equal(c.reverted, 1);
+        assert_int_equal(run(state, &st, end + 1, end + 2 * guard_ticks(&st), &apart), 0);
+        assert_int_equal(run(state, &st, end + 2 * guard_ticks(&st), end + 2 * guard_ticks(&st) + 1, &apart),
+                         2);
+}
+
+/* Two threads woken by timers at the same rate look like a pair; together
+ * they gain no progress and only wait for each other: reverted on wait. */
+static void test_guard_reverts_wait_without_progress(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        unsigned i = pin_pair(state, &st);
+        PairTick waiting = together(12000, 300);
+        waiting.util = 200;
+        unsigned end = i - 1 + guard_ticks(&st); /* the trial started with the pin */
+        assert_int_equal(run(state, &st, i, end, &waiting), 0);
+        _cleanup_plan_ Plan *plan = pair_step(state, &st, end, &waiting);
+        const Action *a = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/pp", A);
+        assert_non_null(a);
+        assert_non_null(strstr(a->reason, "did not rise"));
+}
+
+/* A pair that stops talking is released, both ends in the same tick. */
+static void test_released_when_quiet(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        unsigned i = pin_pair(state, &st);
+        PairTick fast = together(300000, 400);
+        assert_int_equal(run(state, &st, i, i + 2, &fast), 0);
+        PairTick quiet = together(50, 0);
+        _cleanup_plan_ Plan *plan = pair_step(state, &st, i + 2, &quiet);
+        assert_int_equal(plan->n_actions, 2);
+        const Action *a = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/pp", A);
+        assert_non_null(a);
+        assert_non_null(strstr(a->reason, "stopped talking"));
+        assert_cpus(a, "0-1");
+        assert_non_null(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/pp", B));
+}
+
+/* Other work on the pair's CPU releases both ends at once. */
+static void test_released_when_unit_busy(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        unsigned i = pin_pair(state, &st);
+        PairTick busy = together(300000, 400);
+        busy.util = 300;
+        busy.background = 400;
+        _cleanup_plan_ Plan *plan = pair_step(state, &st, i, &busy);
+        assert_int_equal(plan->n_actions, 2);
+        const Action *a = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/pp", A);
+        assert_non_null(a);
+        assert_non_null(strstr(a->reason, "util without them"));
+        assert_non_null(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/pp", B));
+}
+
+/* One end that stops talking releases both. */
+static void test_one_end_stops_talking(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        unsigned i = pin_pair(state, &st);
+        PairTick fast = together(300000, 400);
+        fast.wakeups_b = 100000; /* rates that drift apart hold the pin while both talk */
+        assert_int_equal(run(state, &st, i, i + 2, &fast), 0);
+        fast.wakeups_b = 5;
+        _cleanup_plan_ Plan *plan = pair_step(state, &st, i + 2, &fast);
+        assert_int_equal(plan->n_actions, 2);
+        assert_non_null(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/pp", A));
+        assert_non_null(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/pp", B));
+}
+
+/* Rates that do not match are no pair: nothing pinned. A talker whose
+ * partner is not in the cgroup is not pinned at all, while the thread next
+ * to it that does not talk is, alone. StickyPairWakeups=0 pins each alone
+ * (the rule before pairs). */
+static void test_no_pair_no_pin(void **unused) {
+        Settings st;
+
+        settings_latency(&st);
+        {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                PairTick mismatch = apart;
+                mismatch.wakeups_b = 3000;
+                assert_int_equal(policy_state_new(&state), 0);
+                assert_int_equal(run(state, &st, 0, 10, &mismatch), 0);
+        }
+        for (int off = 0; off <= 1; off++) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                PairTick single = apart;
+                single.wakeups_b = 50; /* B does not talk: A's partner is elsewhere */
+                single.util = 20;      /* each CPU quiet enough for a pin */
+                st.sticky_pair_wakeups = off ? 0 : 1000;
+                assert_int_equal(policy_state_new(&state), 0);
+                assert_int_equal(run(state, &st, 0, st.sticky_ticks - 1, &single), 0);
+                _cleanup_plan_ Plan *plan = pair_step(state, &st, st.sticky_ticks - 1, &single);
+                assert_cpus(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/pp", B), "1");
+                if (off)
+                        assert_cpus(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/pp", A),
+                                    "0");
+                else
+                        assert_null(plan_find_any(plan, "/pp", A));
+        }
+}
+
+/* Forty threads of one process that all talk (perf bench messaging, a
+ * hackbench group) are a mesh: none is pinned, alone or in pairs. */
+#define MESH 40
+static void test_mesh_not_pinned(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned i = 0; i < 20; i++) {
+                Snapshot *s = topo_new(1, 8, 1, i * TICK_US);
+                /* Each CPU quiet enough to pin any of them alone. */
+                topo_set_llc(s, 0, 10, 10);
+                size_t cg = topo_add_cgroup(s, "/msg", CGROUP_POLICY_LATENCY, NULL);
+                for (unsigned k = 0; k < MESH; k++)
+                        topo_add_thread(s, cg, 1000 + (pid_t) k, 3, (int) (k % 8), 2, 0)->wakeups = 5000;
+                topo_finish(s);
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                assert_int_equal(plan->n_actions, 0);
+                snapshot_free(s);
+        }
+}
+
+/* A thread pinned alone before it talked is let go once it talks. */
+static void test_solo_pin_let_go_when_talking(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        PairTick calm = apart;
+        calm.wakeups_a = calm.wakeups_b = 50;
+        calm.util = 20;
+        assert_int_equal(run(state, &st, 0, st.sticky_ticks, &calm), 2);
+        PairTick talking = calm;
+        talking.allowed = "0";
+        talking.allowed_b = "1";
+        talking.wakeups_a = 5000;
+        talking.wakeups_b = 50;
+        _cleanup_plan_ Plan *plan = pair_step(state, &st, st.sticky_ticks, &talking);
+        const Action *a = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/pp", A);
+        assert_non_null(a);
+        assert_non_null(strstr(a->reason, "it talks now"));
+        assert_null(plan_find_any(plan, "/pp", B));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_pair_pinned_together),
+                cmocka_unit_test(test_guard_keeps_progress),
+                cmocka_unit_test(test_guard_reverts_lost_progress),
+                cmocka_unit_test(test_guard_reverts_wait_without_progress),
+                cmocka_unit_test(test_released_when_quiet),
+                cmocka_unit_test(test_released_when_unit_busy),
+                cmocka_unit_test(test_one_end_stops_talking),
+                cmocka_unit_test(test_no_pair_no_pin),
+                cmocka_unit_test(test_mesh_not_pinned),
+                cmocka_unit_test(test_solo_pin_let_go_when_talking),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
