@@ -40,8 +40,10 @@ static Snapshot *pair_snapshot(uint64_t t, const PairTick *k) {
         b->wakeups = k->wakeups_b;
         if (k->allowed) {
                 hwloc_bitmap_free(a->allowed);
-                hwloc_bitmap_free(b->allowed);
                 a->allowed = topo_parse(k->allowed);
+        }
+        if (k->allowed_b ?: k->allowed) {
+                hwloc_bitmap_free(b->allowed);
                 b->allowed = topo_parse(k->allowed_b ?: k->allowed);
         }
         topo_finish(s);
@@ -331,6 +333,44 @@ static void test_solo_pin_let_go_when_talking(void **unused) {
         assert_null(plan_find_any(plan, "/pp", B));
 }
 
+/* Around the threshold, 1,000 ticks alternating: a thread woken 950 and
+ * 1,050 times a second by turns is pinned alone once and kept; a pair whose
+ * rates swing between 800 and 1,100 is pinned once and kept. */
+static void test_no_flapping_near_threshold(void **unused) {
+        Settings st;
+
+        settings_latency(&st);
+        for (int pair = 0; pair <= 1; pair++) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                const Action *pa = NULL, *pb = NULL;
+                char *ca = NULL, *cb = NULL;
+                size_t actions = 0;
+                assert_int_equal(policy_state_new(&state), 0);
+                for (unsigned i = 0; i < 1000; i++) {
+                        PairTick k = apart;
+                        k.util = 20;
+                        k.wakeups_a = pair ? (i % 2 ? 800 : 1100) : (i % 2 ? 950 : 1050);
+                        k.wakeups_b = pair ? k.wakeups_a : 50;
+                        /* The masks as steerd set them. */
+                        k.allowed = ca;
+                        k.allowed_b = cb;
+                        if (cb && pair)
+                                k.cpu_b = 0;
+                        _cleanup_plan_ Plan *plan = pair_step(state, &st, i, &k);
+                        actions += plan->n_actions;
+                        pa = plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/pp", A);
+                        pb = plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/pp", B);
+                        if (pa)
+                                assert_int_equal(cpuset_format(pa->cpus, &ca), 0);
+                        if (pb)
+                                assert_int_equal(cpuset_format(pb->cpus, &cb), 0);
+                }
+                free(ca);
+                free(cb);
+                assert_int_equal(actions, 2); /* A and B pinned once: together, or each alone */
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pair_pinned_together),
@@ -343,6 +383,7 @@ int main(void) {
                 cmocka_unit_test(test_no_pair_no_pin),
                 cmocka_unit_test(test_mesh_not_pinned),
                 cmocka_unit_test(test_solo_pin_let_go_when_talking),
+                cmocka_unit_test(test_no_flapping_near_threshold),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

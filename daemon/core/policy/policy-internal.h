@@ -224,6 +224,11 @@ void policy_sticky_unit_load(const PolicyCtx *ctx, hwloc_const_bitmap_t unit, co
 /* A thread that talks: scheduled in at least StickyPairWakeups times a
  * second, for short runs. It is pinned with its partner or not at all. */
 bool policy_thread_talks(const Settings *st, const ThreadSample *ts);
+/* The same against StickyPairWakeups x factor: a held pin changes on the
+ * far side of PAIR_HYSTERESIS, so that a thread woken about as often as the
+ * threshold (a 1 ms timer at 1000) is not pinned and released by turns. */
+#define PAIR_HYSTERESIS 0.75
+bool policy_thread_talks_at(const Settings *st, const ThreadSample *ts, double factor);
 /* The partner a pair pin holds with this thread, if it is sampled this tick. */
 const ThreadState *policy_pair_partner(const CgroupState *c, const ThreadState *t);
 /* The pair's wakeups per second, the guard's progress signal. */

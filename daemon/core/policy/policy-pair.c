@@ -208,9 +208,11 @@ static const char *release_reason(PolicyCtx *ctx, const CgroupState *c, const Th
                          st->sticky_release_percent, capacity, st->sticky_release_percent * capacity / 100);
                 return buf;
         }
-        if (!policy_thread_talks(st, t->sample) || !policy_thread_talks(st, o->sample)) {
-                snprintf(buf, size, "pair with tid %d stopped talking: %.0f and %.0f wakeups/s",
-                         (int) o->tid, t->sample->wakeups, o->sample->wakeups);
+        if (!policy_thread_talks_at(st, t->sample, PAIR_HYSTERESIS) ||
+            !policy_thread_talks_at(st, o->sample, PAIR_HYSTERESIS)) {
+                snprintf(buf, size, "pair with tid %d stopped talking: %.0f and %.0f wakeups/s (< %.0f)",
+                         (int) o->tid, t->sample->wakeups, o->sample->wakeups,
+                         st->sticky_pair_wakeups * PAIR_HYSTERESIS);
                 return buf;
         }
         return NULL;

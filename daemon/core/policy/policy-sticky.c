@@ -43,11 +43,11 @@ int policy_sticky_release(PolicyCtx *ctx) {
                                 snprintf(reason, sizeof(reason), "wait %.0f > %.0f%% of %d (%.0f)",
                                          t->sample->wait, st->sticky_max_wait_percent, SCHED_CAPACITY_SCALE,
                                          wait_limit);
-                        else if (policy_thread_talks(st, t->sample))
+                        else if (policy_thread_talks_at(st, t->sample, 1.0 / PAIR_HYSTERESIS))
                                 snprintf(reason, sizeof(reason),
-                                         "it talks now (%.0f wakeups/s >= StickyPairWakeups %.0f): pinned "
-                                         "with its partner or not at all",
-                                         t->sample->wakeups, st->sticky_pair_wakeups);
+                                         "it talks now (%.0f wakeups/s >= StickyPairWakeups %.0f / %.0f%%): "
+                                         "pinned with its partner or not at all",
+                                         t->sample->wakeups, st->sticky_pair_wakeups, PAIR_HYSTERESIS * 100);
                         else
                                 continue;
 

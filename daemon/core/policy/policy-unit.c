@@ -48,13 +48,19 @@ void policy_sticky_unit_load(const PolicyCtx *ctx, hwloc_const_bitmap_t unit, co
         *ret_capacity = (double) hwloc_bitmap_weight(unit) * SCHED_CAPACITY_SCALE;
 }
 
-bool policy_thread_talks(const Settings *st, const ThreadSample *ts) {
-        if (st->sticky_pair_wakeups <= 0 || ts->wakeups < 0 || ts->wakeups < st->sticky_pair_wakeups)
+bool policy_thread_talks_at(const Settings *st, const ThreadSample *ts, double factor) {
+        double threshold = st->sticky_pair_wakeups * factor;
+
+        if (st->sticky_pair_wakeups <= 0 || ts->wakeups < 0 || ts->wakeups < threshold || ts->wakeups <= 0)
                 return false;
         /* Many wakeups of long runs are a CPU-bound thread sharing its CPU
          * (preempted, scheduled in again), not one that hands work on. */
         double run_us = MAX(ts->util, 0.0) / SCHED_CAPACITY_SCALE * USEC_PER_SEC / ts->wakeups;
         return run_us <= PAIR_MAX_RUN_US;
+}
+
+bool policy_thread_talks(const Settings *st, const ThreadSample *ts) {
+        return policy_thread_talks_at(st, ts, 1.0);
 }
 
 const ThreadState *policy_pair_partner(const CgroupState *c, const ThreadState *t) {
