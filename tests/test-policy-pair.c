@@ -15,18 +15,22 @@ typedef struct PairTick {
         double util;           /* of each end */
         double wait;           /* of each end */
         double background;     /* util on CPU 0 of a cgroup that is not opted in */
+        double overhead;       /* util on each end's CPU beyond the threads' */
         const char *allowed;   /* of both ends: NULL for every CPU, else steerd's pin */
         const char *allowed_b; /* of B, when not the same as A's */
 } PairTick;
 
-static const PairTick apart = {.cpu_a = 0, .cpu_b = 1, .wakeups_a = 12000, .wakeups_b = 12000, .util = 200};
+/* As recorded here: each CPU ~25% busier than its end's own util (the
+ * wakeups' cost, in no thread's runtime). */
+static const PairTick apart = {
+        .cpu_a = 0, .cpu_b = 1, .wakeups_a = 12000, .wakeups_b = 12000, .util = 200, .overhead = 250};
 
 static Snapshot *pair_snapshot(uint64_t t, const PairTick *k) {
         Snapshot *s = topo_new(1, 2, 1, t);
         double on[2] = {k->background, 0};
 
-        on[k->cpu_a] += k->util;
-        on[k->cpu_b] += k->util;
+        on[k->cpu_a] += k->util + k->overhead;
+        on[k->cpu_b] += k->util + (k->cpu_b != k->cpu_a ? k->overhead : 0);
         topo_set_cpu(s, 0, on[0], on[0]);
         topo_set_cpu(s, 1, on[1], on[1]);
         size_t cg = topo_add_cgroup(s, "/pp", CGROUP_POLICY_LATENCY, NULL);
@@ -217,7 +221,9 @@ static void test_released_when_quiet(void **unused) {
         assert_non_null(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/pp", B));
 }
 
-/* Other work on the pair's CPU releases both ends at once. */
+/* Other work on the pair's CPU releases both ends at once; less of it than
+ * the pair's release limit (its gate with the single pins' hysteresis)
+ * holds. */
 static void test_released_when_unit_busy(void **unused) {
         _cleanup_policy_state_ PolicyState *state = NULL;
         Settings st;
@@ -225,9 +231,14 @@ static void test_released_when_unit_busy(void **unused) {
         settings_latency(&st);
         assert_int_equal(policy_state_new(&state), 0);
         unsigned i = pin_pair(state, &st);
+        PairTick some = together(300000, 400);
+        some.util = 200;
+        some.background = 450; /* 44%: held */
+        assert_int_equal(run(state, &st, i, i + 1, &some), 0);
+        i++;
         PairTick busy = together(300000, 400);
-        busy.util = 300;
-        busy.background = 400;
+        busy.util = 200;
+        busy.background = 600; /* 59% > StickyPairIdlePercent 30 + (25 - 5) */
         _cleanup_plan_ Plan *plan = pair_step(state, &st, i, &busy);
         assert_int_equal(plan->n_actions, 2);
         const Action *a = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/pp", A);
@@ -274,6 +285,7 @@ static void test_no_pair_no_pin(void **unused) {
                 PairTick single = apart;
                 single.wakeups_b = 50; /* B does not talk: A's partner is elsewhere */
                 single.util = 20;      /* each CPU quiet enough for a pin */
+                single.overhead = 0;
                 st.sticky_pair_wakeups = off ? 0 : 1000;
                 assert_int_equal(policy_state_new(&state), 0);
                 assert_int_equal(run(state, &st, 0, st.sticky_ticks - 1, &single), 0);
@@ -320,6 +332,7 @@ static void test_solo_pin_let_go_when_talking(void **unused) {
         PairTick calm = apart;
         calm.wakeups_a = calm.wakeups_b = 50;
         calm.util = 20;
+        calm.overhead = 0;
         assert_int_equal(run(state, &st, 0, st.sticky_ticks, &calm), 2);
         PairTick talking = calm;
         talking.allowed = "0";
@@ -349,6 +362,7 @@ static void test_no_flapping_near_threshold(void **unused) {
                 for (unsigned i = 0; i < 1000; i++) {
                         PairTick k = apart;
                         k.util = 20;
+                        k.overhead = 0;
                         k.wakeups_a = pair ? (i % 2 ? 800 : 1100) : (i % 2 ? 950 : 1050);
                         k.wakeups_b = pair ? k.wakeups_a : 50;
                         /* The masks as steerd set them. */

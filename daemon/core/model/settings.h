@@ -43,25 +43,28 @@ typedef struct Settings {
         uint64_t rescan_interval_ms;     /* cgroup trees walked for xattrs, globs and units; 5000 */
 
         /* [Policy] */
-        unsigned min_window_cores;      /* 1 */
-        double window_headroom;         /* 0.25 */
-        unsigned min_llc_cpus;          /* 2 */
-        double sticky_idle_percent;     /* 5 */
-        unsigned sticky_ticks;          /* 3 */
-        double sticky_release_percent;  /* 25 */
-        double sticky_max_wait_percent; /* 5 */
-        StickyScope sticky_scope;       /* core */
-        double sticky_min_wakeups;      /* StickyMinWakeups=, 10 per second: a thread scheduled in
-                                         * less often gains too little from a pin */
-        unsigned sticky_max_pins;       /* StickyMaxPinsPerTick=, 16: pins spread over ticks */
-        double sticky_pair_wakeups;     /* StickyPairWakeups=, 1000 per second: a thread scheduled in
-                                         * this often for short runs talks, and is pinned only
-                                         * together with its partner; 0: every thread alone */
-        unsigned imbalance_percent;     /* 117 */
-        unsigned max_moves_per_tick;    /* 4 */
-        uint64_t min_residency_ms;      /* 1000 */
-        uint64_t guard_window_ms;       /* 1000 */
-        double guard_percent;           /* 10 */
+        unsigned min_window_cores;       /* 1 */
+        double window_headroom;          /* 0.25 */
+        unsigned min_llc_cpus;           /* 2 */
+        double sticky_idle_percent;      /* 5 */
+        unsigned sticky_ticks;           /* 3 */
+        double sticky_release_percent;   /* 25 */
+        double sticky_max_wait_percent;  /* 5 */
+        StickyScope sticky_scope;        /* core */
+        double sticky_min_wakeups;       /* StickyMinWakeups=, 10 per second: a thread scheduled in
+                                          * less often gains too little from a pin */
+        unsigned sticky_max_pins;        /* StickyMaxPinsPerTick=, 16: pins spread over ticks */
+        double sticky_pair_idle_percent; /* StickyPairIdlePercent=, 30: the unit a pair is pinned to,
+                                          * without the pair; released above this plus the single
+                                          * pins' hysteresis (StickyReleasePercent - StickyIdlePercent) */
+        double sticky_pair_wakeups;      /* StickyPairWakeups=, 1000 per second: a thread scheduled in
+                                          * this often for short runs talks, and is pinned only
+                                          * together with its partner; 0: every thread alone */
+        unsigned imbalance_percent;      /* 117 */
+        unsigned max_moves_per_tick;     /* 4 */
+        uint64_t min_residency_ms;       /* 1000 */
+        uint64_t guard_window_ms;        /* 1000 */
+        double guard_percent;            /* 10 */
 
         /* [Policy], the engine's own thresholds where DESIGN.md gives none
          * (docs/POLICY.md says why each default). */

@@ -9,8 +9,12 @@
  * (policy_thread_talks()) is never pinned alone. When exactly two threads of
  * a cgroup talk, about equally often (each hand-over wakes one of them),
  * they are the pair: both are pinned to the unit of the one whose unit is
- * quieter without them, if that unit is as quiet as a pin needs and their
- * util fits it. Three or more talkers are a mesh (hackbench, messaging):
+ * quieter without them, if that unit's util without them is at most
+ * StickyPairIdlePercent and their util fits it. Not StickyIdlePercent: a
+ * ping-pong across two CPUs raises each CPU's util beyond its threads' own
+ * (measured here: CPUs at 650-750 with the two ends at 370-390 each, the
+ * wakeups' cost on the CPUs that no thread's runtime holds), so a 5% gate
+ * would never open for the pairs it is for. Three or more talkers are a mesh (hackbench, messaging):
  * they stay where the kernel puts them.
  *
  * Together the wakee waits for the waker to finish its hand-over, so the
@@ -92,7 +96,7 @@ static bool end_mask(const PolicyCtx *ctx, const CgroupState *c, const ThreadSta
 static bool pair_ready(PolicyCtx *ctx, CgroupState *c, const Pair *p, const PairUnit *u) {
         const Settings *st = ctx->settings;
         ThreadState *a = p->a, *b = p->b;
-        bool quiet = u->others * 100 <= st->sticky_idle_percent * u->capacity;
+        bool quiet = u->others * 100 <= st->sticky_pair_idle_percent * u->capacity;
 
         if (!quiet) {
                 a->pair_streak = 0;
@@ -143,11 +147,11 @@ static int pin_pair(PolicyCtx *ctx, CgroupState *c, const Pair *p, const PairUni
                 ThreadState *t = ends[i][0], *o = ends[i][1];
                 snprintf(reason, sizeof(reason),
                          "pair with tid %d: both talk (%.0f and %.0f wakeups/s >= %.0f), together on %s %s "
-                         "whose util without them %.0f <= %.0f%% of %.0f for %u ticks; their util %.0f "
-                         "fits",
+                         "whose util without them %.0f <= StickyPairIdlePercent %.0f%% of %.0f for %u "
+                         "ticks; their util %.0f fits",
                          (int) o->tid, t->sample->wakeups, o->sample->wakeups, st->sticky_pair_wakeups,
                          st->sticky_scope == STICKY_SCOPE_CPU ? "cpu" : "core cpus",
-                         cpuset_to_string(ma, buf, sizeof(buf)), u->others, st->sticky_idle_percent,
+                         cpuset_to_string(ma, buf, sizeof(buf)), u->others, st->sticky_pair_idle_percent,
                          u->capacity, p->a->pair_streak,
                          MAX(t->sample->util, 0.0) + MAX(o->sample->util, 0.0));
                 r = policy_thread_set_layer(ctx, c, t, ACTION_POLICY_STICKY, ma, reason);
@@ -188,6 +192,11 @@ int policy_pair_pin(PolicyCtx *ctx, unsigned budget, unsigned *ret_pins) {
         return 0;
 }
 
+/* A pair releases with the single pins' hysteresis above its own gate. */
+static double pair_release_percent(const Settings *st) {
+        return st->sticky_pair_idle_percent + MAX(st->sticky_release_percent - st->sticky_idle_percent, 0.0);
+}
+
 /* Why a held pair pin goes, or NULL while it holds. */
 static const char *release_reason(PolicyCtx *ctx, const CgroupState *c, const ThreadState *t, CpuSet scratch,
                                   char *buf, size_t size) {
@@ -202,10 +211,11 @@ static const char *release_reason(PolicyCtx *ctx, const CgroupState *c, const Th
         }
         hwloc_const_bitmap_t unit = policy_pin_unit(ctx, t, scratch);
         policy_sticky_unit_load(ctx, unit, t->sample, o->sample, &others, &capacity);
-        if (others * 100 > st->sticky_release_percent * capacity) {
+        double limit = pair_release_percent(st);
+        if (others * 100 > limit * capacity) {
                 snprintf(buf, size, "pair with tid %d: %s util without them %.0f > %.0f%% of %.0f (%.0f)",
-                         (int) o->tid, cpuset_to_string(unit, cpus, sizeof(cpus)), others,
-                         st->sticky_release_percent, capacity, st->sticky_release_percent * capacity / 100);
+                         (int) o->tid, cpuset_to_string(unit, cpus, sizeof(cpus)), others, limit, capacity,
+                         limit * capacity / 100);
                 return buf;
         }
         if (!policy_thread_talks_at(st, t->sample, PAIR_HYSTERESIS) ||
