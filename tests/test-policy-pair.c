@@ -385,6 +385,38 @@ static void test_no_flapping_near_threshold(void **unused) {
         }
 }
 
+/* Two pairs that qualify in the same tick: each unit takes one of them
+ * (the snapshot does not show the first pair's load where it went yet). */
+static void test_two_pairs_one_tick(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned i = 0; i < st.sticky_ticks; i++) {
+                _cleanup_(snapshot_freep) Snapshot *s = topo_new(1, 2, 1, i * TICK_US);
+                topo_set_cpu(s, 0, 100, 100);
+                topo_set_cpu(s, 1, 100, 100);
+                const char *names[] = {"/p1", "/p2"};
+                for (size_t g = 0; g < 2; g++) {
+                        size_t cg = topo_add_cgroup(s, names[g], CGROUP_POLICY_LATENCY, NULL);
+                        topo_add_thread(s, cg, (pid_t) (200 + 10 * g), 7, 0, 50, 0);
+                        topo_add_thread(s, cg, (pid_t) (201 + 10 * g), 7, 1, 50, 0);
+                        s->cgroups[cg].threads[0].wakeups = s->cgroups[cg].threads[1].wakeups = 8000;
+                }
+                topo_finish(s);
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                if (i + 1 < st.sticky_ticks) {
+                        assert_int_equal(plan->n_actions, 0);
+                        continue;
+                }
+                assert_int_equal(plan->n_actions, 4);
+                assert_cpus(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/p1", 201), "0");
+                assert_cpus(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/p2", 210), "1");
+                assert_cpus(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/p2", 211), "1");
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pair_pinned_together),
@@ -398,6 +430,7 @@ int main(void) {
                 cmocka_unit_test(test_mesh_not_pinned),
                 cmocka_unit_test(test_solo_pin_let_go_when_talking),
                 cmocka_unit_test(test_no_flapping_near_threshold),
+                cmocka_unit_test(test_two_pairs_one_tick),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

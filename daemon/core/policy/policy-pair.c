@@ -63,16 +63,19 @@ typedef struct PairUnit {
         double others, capacity;
 } PairUnit;
 
-/* The quieter of the two ends' units, without the pair's own util. */
-static bool choose_unit(const PolicyCtx *ctx, const Pair *p, CpuSet scratch_a, CpuSet scratch_b,
-                        PairUnit *ret) {
+/* The quieter of the two ends' units, without the pair's own util. A unit
+ * that took a pair this tick takes no other: the snapshot does not show the
+ * first one's load there yet (seen: two tbench pairs on two CPUs pinned in
+ * one tick to the same CPU). */
+static bool choose_unit(const PolicyCtx *ctx, const Pair *p, hwloc_const_bitmap_t taken, CpuSet scratch_a,
+                        CpuSet scratch_b, PairUnit *ret) {
         PairUnit u[2] = {};
         size_t n = 0;
 
         u[n].cpus = policy_sticky_unit(ctx, p->a->sample, scratch_a, &u[n].unit);
-        n += u[n].cpus != NULL;
+        n += u[n].cpus && !hwloc_bitmap_intersects(u[n].cpus, taken);
         u[n].cpus = policy_sticky_unit(ctx, p->b->sample, scratch_b, &u[n].unit);
-        n += u[n].cpus != NULL;
+        n += u[n].cpus && !hwloc_bitmap_intersects(u[n].cpus, taken);
         if (n == 0)
                 return false;
         for (size_t i = 0; i < n; i++)
@@ -167,11 +170,12 @@ static int pin_pair(PolicyCtx *ctx, CgroupState *c, const Pair *p, const PairUni
 
 int policy_pair_pin(PolicyCtx *ctx, unsigned budget, unsigned *ret_pins) {
         _cleanup_cpuset_ CpuSet sa = hwloc_bitmap_alloc(), sb = hwloc_bitmap_alloc(),
-                                ma = hwloc_bitmap_alloc(), mb = hwloc_bitmap_alloc();
+                                ma = hwloc_bitmap_alloc(), mb = hwloc_bitmap_alloc(),
+                                taken = hwloc_bitmap_alloc();
         unsigned pins = 0;
         int r;
 
-        if (!sa || !sb || !ma || !mb)
+        if (!sa || !sb || !ma || !mb || !taken)
                 return -ENOMEM;
         for (size_t i = 0; i < ctx->snap->n_cgroups && ctx->settings->sticky_pair_wakeups > 0; i++) {
                 CgroupState *c = ctx->by_sample[i];
@@ -179,13 +183,15 @@ int policy_pair_pin(PolicyCtx *ctx, unsigned budget, unsigned *ret_pins) {
                 Pair p;
 
                 if (!c || !policy_enabled(ctx->settings, c->sample->policy, ACTION_POLICY_STICKY) ||
-                    !find_pair(ctx, c, &p) || !choose_unit(ctx, &p, sa, sb, &u))
+                    !find_pair(ctx, c, &p) || !choose_unit(ctx, &p, taken, sa, sb, &u))
                         continue;
                 if (!pair_ready(ctx, c, &p, &u) || pins + 2 > budget)
                         continue;
                 r = pin_pair(ctx, c, &p, &u, ma, mb);
                 if (r < 0)
                         return r;
+                if (r > 0)
+                        hwloc_bitmap_or(taken, taken, u.cpus);
                 pins += (unsigned) r;
         }
         *ret_pins = pins;
