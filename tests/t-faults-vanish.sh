@@ -24,19 +24,26 @@ RescanIntervalMs=500
 [Policy]
 StickyTicks=1
 GuardPercent=1000
+WindowHeadroom=0
 [OptIn]
 /k=latency
 /v=latency
 EOC
 
 mkgroup k
-start_load k 3 100 2>/dev/null
+# Each cgroup's load is 3 threads at 25%: 0.75 of a CPU, so that each fits a
+# one-CPU window (WindowHeadroom=0) whatever the other's window does, while
+# the two together keep the LLC overloaded. (With 3 busy threads each, a
+# window on /k a tick before /v's turn left /v a demand of more than a CPU
+# once its threads' util had ramped up: no window on /v for 30 s, seen once
+# under ASan.)
+start_load k 3 25 2>/dev/null
 K_PID=$LAST_PID
 t0=$(date +%s%N)
 checked=0
 for round in $(seq "$ROUNDS"); do
         mkgroup v
-        start_load v 3 100 2>/dev/null
+        start_load v 3 25 2>/dev/null
         V_PID=$LAST_PID
         operator_pin "$V_PID" "$LAST"
         sleep 0.2
