@@ -62,9 +62,11 @@ done
 if [ "$QUICK" = 1 ]; then
         : "${REPS:=1}"
         HB4_LOOPS=4000 HB1_LOOPS=3000 MSG_ITERS=2 PIPE_LOOPS=100000 CYC_SECONDS=4 TB_SECONDS=4 TB_CLIENTS=1
+        PH_LOOPS=4000
 else
         : "${REPS:=5}"
         HB4_LOOPS=20000 HB1_LOOPS=12000 MSG_ITERS=5 PIPE_LOOPS=300000 CYC_SECONDS=10 TB_SECONDS=10 TB_CLIENTS=1
+        PH_LOOPS=10000
 fi
 OUT=${OUT:-$BENCH_DIR/results/latest}
 CONFIGS=(default observe latency balanced static)
@@ -139,6 +141,7 @@ noise_setup
         echo "cyc_seconds=$CYC_SECONDS"
         echo "tb_seconds=$TB_SECONDS"
         echo "tb_clients=$TB_CLIENTS"
+        echo "ph_loops=$PH_LOOPS"
         for w in "${WORKLOADS[@]}"; do echo "what_$w=$("${w}_WHAT")"; echo "better_$w=$(eval echo "\$${w}_BETTER")"; echo "unit_$w=$(eval echo "\"\$${w}_UNIT\"")"; done
         echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/meta.txt"
@@ -172,8 +175,8 @@ run_one() { # REP ORDER WORKLOAD CONFIG
         declare -A want=()
         for i in "${!groups[@]}"; do
                 cpus=$ALL_CPUS
-                if [ "$cfg" = static ]; then
-                        if declare -F "wl_${w}_static" >/dev/null; then cpus=$("wl_${w}_static" "$i" "$n")
+                if [[ $cfg == static* ]]; then
+                        if declare -F "wl_${w}_static" >/dev/null; then cpus=$("wl_${w}_static" "$i" "$n" "$cfg")
                         else cpus=$(static_cpu "$i" "$n"); fi
                 fi
                 cg_create "${groups[$i]}" "$cpus"
@@ -216,7 +219,9 @@ run_one() { # REP ORDER WORKLOAD CONFIG
                 m restored_ok "$restored"
                 m steerd_cpu_ms "$(awk -v a="$c0" -v b="$c1" 'BEGIN {printf "%.1f\n", (b - a) / 1e6}')"
                 m steerd_cpu_pct "$(awk -v a="$c0" -v b="$c1" -v s="$(elapsed "$t0" "$t1")" 'BEGIN {printf "%.3f\n", (b - a) / 1e7 / s}')"
-                python3 "$BENCH_DIR/steerd-log.py" "$dir/steerd.log" "$t0" "$PERIOD" >>"$METRICS"
+                local phases=()
+                [ ! -s "$dir/phases.txt" ] || phases=("$dir/phases.txt")
+                python3 "$BENCH_DIR/steerd-log.py" "$dir/steerd.log" "$t0" "$PERIOD" "${phases[@]}" >>"$METRICS"
         fi
         for g in "${groups[@]}" "${extra[@]}"; do [ -n "$g" ] && cg_destroy "$g"; done
         m run_wall_s "$(elapsed "$t0" "$t1")"
@@ -245,9 +250,16 @@ if [ "$DO_MATRIX" = 1 ]; then
                 for w in "${WORKLOADS[@]}"; do
                         [ "$w" = msg ] || [ "$w" = pipe ] && [ "$PERF_OK" = 0 ] && continue
                         for cfg in "${CONFIGS[@]}"; do
-                                order=$((order + 1))
-                                run_one "$rep" "$order" "$w" "$cfg"
-                                sleep 0.5
+                                local_cfgs=("$cfg")
+                                if [ "$cfg" = static ]; then
+                                        eval "variants=(\"\${${w}_STATICS[@]:-}\")"
+                                        [ -z "${variants[0]}" ] || local_cfgs=("${variants[@]/#/static-}")
+                                fi
+                                for c in "${local_cfgs[@]}"; do
+                                        order=$((order + 1))
+                                        run_one "$rep" "$order" "$w" "$c"
+                                        sleep 0.5
+                                done
                         done
                 done
         done

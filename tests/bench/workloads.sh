@@ -9,9 +9,13 @@
 # The primary figure is the metric "primary".
 #
 # Sizes come from run.sh (full or --quick): HB4_LOOPS, HB1_LOOPS, MSG_ITERS,
-# PIPE_LOOPS, CYC_SECONDS, TB_SECONDS, TB_CLIENTS.
+# PIPE_LOOPS, CYC_SECONDS, TB_SECONDS, TB_CLIENTS, PH_LOOPS.
+#
+# A workload with W_STATICS runs the static configuration once per variant
+# (static-V for each V), wl_W_static I N static-V giving the CPUs; the report
+# adds static-best, the best variant of each round.
 
-WORKLOADS=(hb4cg hb1p msg pipe cyc tbench)
+WORKLOADS=(hb4cg hb1p msg pipe cyc tbench phases)
 
 m() { echo "$1 $2" >>"$METRICS"; }
 now() { date +%s.%N; }
@@ -137,4 +141,52 @@ wl_tbench() {
         wait "${pids[@]}" || true
         m primary "$(awk '/^Throughput/ {s += $2} END {printf "%.2f\n", s}' "$dir"/tbench?.out)"
         for i in 1 2; do m "tbench${i}_mbs" "$(awk '/^Throughput/ {print $2}' "$dir/tbench$i.out")"; done
+}
+
+# ---- phases: the load moves between four opted-in cgroups (issue 13) ----
+# A fixed schedule: each of the six pairs of the four groups in turn, then
+# all four, then one alone; twice. In a phase each busy group runs
+# `hackbench -g 1 -l PH_LOOPS` (the same work every time) and the others
+# sleep; the next phase starts when the last busy group is done. Static:
+# every distinct 2+2 split of the groups over the two halves of the CPUs.
+phases_GROUPS=("ph1" "ph2" "ph3" "ph4")
+phases_BETTER=lower
+phases_UNIT=s
+phases_STATICS=(a b c)
+PHASES=("1 2" "1 3" "1 4" "2 3" "2 4" "3 4" "1 2 3 4" "1")
+phases_WHAT() { echo "four opted-in cgroups; ${#PHASES[@]} phases twice (the 6 pairs, all four, one alone), each busy group runs \`hackbench -g 1 -f 20 --threads --pipe -s 100 -l $PH_LOOPS\` per phase; total wall time"; }
+# static-a: 1+2 | 3+4, static-b: 1+3 | 2+4, static-c: 1+4 | 2+3.
+wl_phases_static() { # I N CFG
+        local i=$1 half=$((${#CPU_ARRAY[@]} / 2)) side
+        case ${3#static-} in
+        a) side=$((i / 2)) ;;
+        b) side=$((i % 2)) ;;
+        c) case $i in 0 | 3) side=0 ;; *) side=1 ;; esac ;;
+        *) echo "$ALL_CPUS"; return ;;
+        esac
+        [ "$half" -ge 1 ] || { echo "$ALL_CPUS"; return; }
+        if [ "$side" = 0 ]; then echo "${CPU_ARRAY[@]:0:half}"; else echo "${CPU_ARRAY[@]:half}"; fi | tr ' ' ,
+}
+wl_phases() {
+        local cfg=$1 dir=$2 round p g k=0 pids t0 t1 ta tb
+        ta=$(now)
+        for round in 1 2; do
+                for p in "${PHASES[@]}"; do
+                        k=$((k + 1))
+                        pids=()
+                        t0=$(now)
+                        for g in $p; do
+                                cg_exec "ph$g" hackbench -g 1 -f 20 --threads --pipe -s 100 -l "$PH_LOOPS" \
+                                        >>"$dir/hackbench$g.out" 2>&1 &
+                                pids+=($!)
+                        done
+                        wait "${pids[@]}"
+                        t1=$(now)
+                        m "phase${k}_s" "$(elapsed "$t0" "$t1")"
+                        # when each phase started, for the reaction figures
+                        echo "$k $t0 ${p// /+}" >>"$dir/phases.txt"
+                done
+        done
+        tb=$(now)
+        m primary "$(elapsed "$ta" "$tb")"
 }

@@ -116,6 +116,21 @@ cpulist() {
         echo "${res[*]}"
 }
 unit_allowed() { cpulist "$(systemctl show -p AllowedCPUs --value "$1" 2>/dev/null)"; }
+# The same from the runtime drop-in systemd writes when the property is set
+# (the last AllowedCPUs= line of 50-AllowedCPUs.conf), builtins only: under
+# TCG `systemctl show` takes longer than the guard keeps a window. Falls back
+# to systemctl when there is no drop-in.
+unit_allowed_fast() {
+        local f line v="" found=""
+        for f in "/run/systemd/transient/$1.d/50-AllowedCPUs.conf" "/run/systemd/system.control/$1.d/50-AllowedCPUs.conf"; do
+                [ -r "$f" ] || continue
+                found=1
+                while IFS= read -r line; do
+                        [[ $line == AllowedCPUs=* ]] && v=${line#AllowedCPUs=}
+                done <"$f"
+        done
+        if [ -n "$found" ]; then cpulist "$v"; else unit_allowed "$1"; fi
+}
 cg_cpus() {
         local x=""
         read -r x <"$CG/$1/cpuset.cpus" 2>/dev/null
@@ -389,36 +404,44 @@ errs=$(journal | grep -E 'systemd: |SetUnitProperties|AllowedCPUs' | grep -iE 'f
 # logged changes: both were, at some read, a window steerd logged (not the
 # original). Under TCG the guard gives windows back within a second or two,
 # about as long as `systemctl show` takes there, so the two are not required
-# at the same read (that they were is said when it happens). The loop reads
-# the cgroup file (cheap) often and asks systemd only when it moved.
+# at the same read (that they were is said when it happens). Every value seen
+# is kept and checked against the journal again later: journald can lag
+# behind the change it logs, so a value first seen before its log line is
+# confirmed when the line arrives. The loop reads the cgroup file often and
+# systemd's runtime drop-in when it moved (files: `systemctl show` under TCG
+# took longer than a window lasted, once).
 unit_follows_plan() { # SECONDS unit cgroup orig -> 0 when seen; MATCH says what
-        local until=$((SECONDS + $1)) unit=$2 cg=$3 orig=$4 c a j n targets seen="" seen_c="" seen_a="" both="" cand=""
+        local until=$((SECONDS + $1)) unit=$2 cg=$3 orig=$4 c a x j n=0 targets="" seen="" nseen=0
+        local cs=" " as=" " both="" hit_a="" hit_c="" next_j=0
         while [ "$SECONDS" -lt "$until" ] && ! out_of_time; do
                 c=$(cg_cpus "$cg")
                 if [ -n "$c" ] && [ "$c" != "$orig" ]; then
-                        # Only the cgroup file and systemd in the loop: the
-                        # journal is read when a candidate pair is there.
-                        a=$(unit_allowed "$unit")
-                        seen+=" [cpuset.cpus '$c', AllowedCPUs '$a']"
-                        [ -z "$seen_c" ] && seen_c=$c
-                        [ -n "$a" ] && [ "$a" != "$orig" ] && [ "$a|$c" != "$cand" ] && {
-                                cand="$a|$c"
-                                [ "$a" = "$c" ] && both=" (both at once: '$a')"
-                                j=$(journal)
-                                targets=" $(awk -v p="cgroup /$cg: CPUs " 'index($0, p) == 1 && / \([a-z]+ backend/ && !/given back/ { print $6 }' <<<"$j" |
-                                        while read -r t; do cpulist "$t"; done | sort -u | paste -sd' ') "
-                                n=$(grep -c "^cgroup /$cg: CPUs " <<<"$j")
-                                [[ $targets == *" $a "* ]] && seen_a=$a
-                                [[ $targets == *" $seen_c "* ]] || seen_c=$c
-                                if [ -n "$seen_a" ] && [[ $targets == *" $seen_c "* ]]; then
-                                        MATCH="AllowedCPUs '$seen_a' and cpuset.cpus '$seen_c' were windows steerd logged$both (the original was '$orig'); $n changes logged; samples:$seen"
-                                        return 0
-                                fi
-                        }
+                        a=$(unit_allowed_fast "$unit")
+                        [ $nseen -lt 12 ] && seen+=" [cpuset.cpus '$c', AllowedCPUs '$a']" && nseen=$((nseen + 1))
+                        [[ $cs == *" $c "* ]] || cs+="$c "
+                        if [ -n "$a" ] && [ "$a" != "$orig" ]; then
+                                [[ $as == *" $a "* ]] || as+="$a "
+                                [ "$a" = "$c" ] && [ -z "$both" ] && both=" (both at once: '$a')"
+                        fi
+                fi
+                # The journal only when a value waits for its line, at most
+                # once a second.
+                if [ "$as" != " " ] && [ "$SECONDS" -ge "$next_j" ]; then
+                        next_j=$((SECONDS + 1))
+                        j=$(journal)
+                        targets=" $(awk -v p="cgroup /$cg: CPUs " 'index($0, p) == 1 && / \([a-z]+ backend/ && !/given back/ { print $6 }' <<<"$j" |
+                                while read -r x; do cpulist "$x"; done | sort -u | paste -sd' ') "
+                        n=$(grep -c "^cgroup /$cg: CPUs " <<<"$j")
+                        for x in $as; do [[ $targets == *" $x "* ]] && hit_a=$x; done
+                        for x in $cs; do [[ $targets == *" $x "* ]] && hit_c=$x; done
+                        if [ -n "$hit_a" ] && [ -n "$hit_c" ]; then
+                                MATCH="AllowedCPUs '$hit_a' and cpuset.cpus '$hit_c' were windows steerd logged$both (the original was '$orig'); $n changes logged; samples:$seen"
+                                return 0
+                        fi
                 fi
                 snooze 0.2
         done
-        MATCH="in $1 s, never saw both AllowedCPUs and cpuset.cpus at a window steerd logged; seen:${seen:- nothing but the original '$orig'}; last logged change '$(last_change "/$cg")'; $(journal | grep -c "^cgroup /$cg: CPUs ") changes logged"
+        MATCH="in $1 s, never saw both AllowedCPUs and cpuset.cpus at a window steerd logged; cpuset.cpus seen:${cs% } AllowedCPUs seen:${as% } logged windows:${targets% }; samples:${seen:- nothing but the original '$orig'}; last logged change '$(last_change "/$cg")'; $(journal | grep -c "^cgroup /$cg: CPUs ") changes logged"
         return 1
 }
 if unit_follows_plan 60 bench1.service $B1 "$B1_ORIG"; then

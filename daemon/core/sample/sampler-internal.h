@@ -40,6 +40,7 @@ typedef struct ThreadPrev {
         uint64_t delta_run_delay_ns; /* this tick's, for the THREADS source */
         uint64_t pcount;             /* schedstat's third field: times scheduled in */
         double wakeups;              /* per second, smoothed */
+        bool measured;               /* util/wait/wakeups hold at least one interval */
         uint64_t nr_migrations;      /* last read of /proc/<tid>/sched */
         bool have_migrations;        /* it was read for this thread */
         /* Live root only: stat and schedstat kept open and re-read with

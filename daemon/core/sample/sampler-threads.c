@@ -230,6 +230,12 @@ static int read_fresh(Sampler *s, pid_t pid, pid_t tid, bool keep, ThreadStat *s
  * long until it is read again. */
 static void thread_fold(const Sampler *s, ThreadPrev *n, const ThreadPrev *p, uint64_t now_us) {
         uint64_t dt_us = now_us > p->read_us ? now_us - p->read_us : 0;
+
+        /* No interval to fold (counters that went back): the figures held. */
+        n->util = p->util;
+        n->wait = p->wait;
+        n->wakeups = p->wakeups;
+        n->measured = p->measured;
         if (dt_us == 0 || n->exec_ns < p->exec_ns || n->run_delay_ns < p->run_delay_ns)
                 return;
 
@@ -244,9 +250,15 @@ static void thread_fold(const Sampler *s, ThreadPrev *n, const ThreadPrev *p, ui
                                  : 0;
 
         n->delta_run_delay_ns = n->run_delay_ns - p->run_delay_ns;
+        /* The first interval is the thread's first figure as it is: smoothed
+         * from 0, a thread that starts busy (a workload's phase) took three
+         * periods to show half its load, and every decision waited for it. */
+        if (!p->measured)
+                alpha = 1.0;
         n->util = ewma_update(p->util, util, alpha);
         n->wait = ewma_update(p->wait, wait, alpha);
         n->wakeups = ewma_update(p->wakeups, wakeups, alpha);
+        n->measured = true;
         if (util < idle && wait < idle && n->util < idle && n->wait < idle)
                 n->interval = MIN(MAX(p->interval, 1u) * 2, SAMPLER_IDLE_MAX_TICKS);
         n->skip = n->interval - 1;
@@ -276,7 +288,7 @@ static int thread_push_read(Sampler *s, ThreadTable *t, ThreadPrev *p, bool kept
         if (n->stat_fd >= 0)
                 s->n_kept_fds += 2;
         /* A new thread (or a reused tid) has no history: it starts at 0 and
-         * gets real figures from its second sample on. */
+         * gets real figures from its second sample on (thread_fold()). */
         if (p && p->starttime == st->starttime) {
                 if (kept)
                         thread_prev_move(n, p);
