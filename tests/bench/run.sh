@@ -62,11 +62,11 @@ done
 if [ "$QUICK" = 1 ]; then
         : "${REPS:=1}"
         HB4_LOOPS=4000 HB1_LOOPS=3000 MSG_ITERS=2 PIPE_LOOPS=100000 CYC_SECONDS=4 TB_SECONDS=4 TB_CLIENTS=1
-        PH_LOOPS=4000
+        PH_LOOPS=2000
 else
         : "${REPS:=5}"
         HB4_LOOPS=20000 HB1_LOOPS=12000 MSG_ITERS=5 PIPE_LOOPS=300000 CYC_SECONDS=10 TB_SECONDS=10 TB_CLIENTS=1
-        PH_LOOPS=10000
+        PH_LOOPS=4000
 fi
 OUT=${OUT:-$BENCH_DIR/results/latest}
 CONFIGS=(default observe latency balanced static)

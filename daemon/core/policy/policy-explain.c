@@ -171,12 +171,6 @@ static int explain_window(Explanation *e, const Snapshot *snap, const Settings *
                            id, util, overload_threshold_pct(), nr, w);
         case WINDOW_GATE_BALANCE_HOMES:
                 return say(e, "window", "no window: balancing moved some of its threads to another LLC");
-        case WINDOW_GATE_UNSETTLED:
-                return say(
-                        e, "window",
-                        "no window yet: its load is not settled (util %.0f, mean %.0f over GuardWindowMs, "
-                        "more than %d%% apart): the guard needs a baseline",
-                        c->window_gate_demand, c->recent_util, POLICY_SETTLE_PERCENT);
         case WINDOW_GATE_TOO_LIGHT:
                 return say(e, "window",
                            "no window: demand %.0f < %d (%d%% of a CPU): too light to share a window",

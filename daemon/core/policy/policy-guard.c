@@ -112,12 +112,15 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
                 ret_verdict->outcome = VERDICT_REVERTED;
                 if (asprintf(ret,
                              "guard: %s made wait per CPU received worse: %.0f (at util %.0f -> %.0f) > "
-                             "before "
+                             "%s "
                              "%.0f x %.0f%% + floor %.0f, over %" PRIu64 " ms",
-                             action_policy_to_string(p), wait, e->before_util, util_after, e->before_wait,
+                             action_policy_to_string(p), wait, e->before_util, util_after,
+                             e->from_tick ? "its last tick before" : "before", e->before_wait,
                              k * 100, wait_floor, st->guard_window_ms) < 0)
                         return -ENOMEM;
-        } else if (cgroup_wide && pressure > pressure_limit) {
+        } else if (cgroup_wide && !e->from_tick && pressure > pressure_limit) {
+                /* Not for a load that was still changing: pressure (avg10,
+                 * ten seconds) of a load that just started rises with it. */
                 *ret_verdict = (Verdict){.outcome = VERDICT_REVERTED,
                                          .by_pressure = true,
                                          .at_us = ctx->now_us,
@@ -243,19 +246,6 @@ static void observe(PolicyCtx *ctx, CgroupState *c) {
         }
         c->recent_wait = ewma_update(c->recent_wait, wait, alpha);
         c->recent_util = ewma_update(c->recent_util, util, alpha);
-}
-
-bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c) {
-        double now = cgroup_util(c->sample), floor = ctx->settings->guard_wait_floor * c->sample->n_threads;
-
-        /* The first observation is its own mean. That is no hole: the
-         * sampler starts a thread it has not seen before at util 0, so a
-         * cgroup opted in under load, or a workload starting in an
-         * opted-in cgroup, ramps up from 0 here too. */
-        if (!c->recent_primed)
-                return false;
-        return fabs(now - c->recent_util) * 100 <=
-               POLICY_SETTLE_PERCENT * MAX(MAX(now, c->recent_util), floor);
 }
 
 int policy_guard(PolicyCtx *ctx) {

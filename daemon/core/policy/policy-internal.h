@@ -38,6 +38,7 @@ typedef struct Experiment {
         double before_wait;     /* Σ wait of the affected threads at decision time */
         double before_util;     /* Σ util (CPU received) of the same threads */
         double before_pressure; /* the cgroup's pressure_some_avg10 at decision time */
+        bool from_tick;         /* before_* are the last tick's, not means: the load was still changing */
         unsigned n_threads;     /* affected threads at decision time, for the noise floor */
         double sum_wait, sum_util, sum_pressure;
         unsigned n_samples;
@@ -118,7 +119,6 @@ typedef enum WindowGate {
         WINDOW_GATE_CALM,       /* the LLC is calm: windows widen back */
         WINDOW_GATE_NOT_OVERLOADED,
         WINDOW_GATE_BALANCE_HOMES, /* balance moved some of its threads */
-        WINDOW_GATE_UNSETTLED,     /* its load is still ramping */
         WINDOW_GATE_TOO_LIGHT,     /* less than a quarter of a CPU of work */
         WINDOW_GATE_SPREAD,        /* under half of its work in its home LLC */
         WINDOW_GATE_NOT_HERE,      /* none of its CPUs in its home LLC */
@@ -312,16 +312,24 @@ void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c,
 
 /* policy-guard.c */
 /* A cgroup's CPU use is settled when this tick's is within this share of its
- * mean over about the last GuardWindowMs. A new window waits for it: one
- * opened while a workload ramps up is sized from the ramp and judged
- * against it (measured: every window placed in the first second of the
- * four-cgroup hackbench was reverted, util 40-70 before, 400-500 after). */
+ * mean over about the last GuardWindowMs. A change on settled load is judged
+ * against those means; one on load that is still changing (a phase
+ * starting) against the last tick's own figures, since the means mix in the
+ * load before the change (measured, when the means were used: every window
+ * placed in the first second of the four-cgroup hackbench was reverted,
+ * util 40-70 before, 400-500 after). */
 #define POLICY_SETTLE_PERCENT 25
 bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c);
+
 
 /* policy-window.c: the demand under which a cgroup gets no window, in
  * percent of one CPU. */
 #define WINDOW_MIN_DEMAND_PERCENT 25
+/* A held window whose cgroup's demand fell under this (percent of one CPU)
+ * is given back at once: an idle group lets its CPUs go. Half the threshold
+ * of a new window, so that a group near it does not flap. */
+#define WINDOW_IDLE_DEMAND_PERCENT 12.5
+bool policy_demand_too_light(double demand);
 
 /* The policies, in the order policy_decide() runs them. */
 int policy_guard(PolicyCtx *ctx);

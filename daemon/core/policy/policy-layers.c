@@ -137,17 +137,24 @@ void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c,
         }
 
         double wait = 0, util = 0;
+        bool from_tick = false;
         if (t) {
                 wait = t->sample->wait;
                 util = t->sample->util;
-        } else if (c->recent_primed) {
+        } else if (c->recent_primed && (e != &c->window.exp || policy_cgroup_settled(ctx, c))) {
                 wait = c->recent_wait;
                 util = c->recent_util;
-        } else
+        } else {
+                /* A window on load that is changing (a phase starting): the
+                 * means would mix in the load before it; this tick, still
+                 * without the window, is the cgroup as it is now. (A balance
+                 * move waits for settled load: it is judged on the means.) */
                 for (size_t i = 0; i < c->sample->n_threads; i++) {
                         wait += c->sample->threads[i].wait;
                         util += c->sample->threads[i].util;
                 }
+                from_tick = c->recent_primed;
+        }
 
         *e = (Experiment){
                 .active = true,
@@ -156,6 +163,7 @@ void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c,
                 .before_wait = wait,
                 .before_util = util,
                 .before_pressure = c->sample->pressure_some_avg10,
+                .from_tick = from_tick,
                 .n_threads = t ? 1 : (unsigned) MAX(c->sample->n_threads, (size_t) 1),
         };
 }

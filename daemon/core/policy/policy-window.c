@@ -144,18 +144,27 @@ typedef struct LlcWork {
 /* What a window needs: CPUs for the LLC's scan and for the demand with
  * WindowHeadroom, and at least MinWindowCores cores. */
 typedef struct WindowSize {
-        unsigned scan_cpus, demand_cpus, need_cpus, need_cores;
+        unsigned scan_cpus, demand_cpus, share_cpus, need_cpus, need_cores;
 } WindowSize;
 
 static void window_size(const PolicyCtx *ctx, const LlcSample *llc, double demand, WindowSize *ret) {
         const Settings *st = ctx->settings;
+        bool overloaded = policy_llc_overloaded(llc);
+        double total = MAX(llc->util * llc->weight, demand);
 
         /* Outside overload the scan term would grow windows as the LLC calms
          * and jitter with it; there only the demand sizes them. */
-        ret->scan_cpus = policy_llc_overloaded(llc) ? llc->nr_idle_scan : 0;
+        ret->scan_cpus = overloaded ? llc->nr_idle_scan : 0;
         ret->demand_cpus =
                 (unsigned) ceil(demand * (1.0 + MAX(st->window_headroom, 0.0)) / SCHED_CAPACITY_SCALE);
-        ret->need_cpus = MAX(ret->scan_cpus, ret->demand_cpus);
+        /* Overloaded, no group can have its headroom: each gets at most its
+         * share of the LLC by demand. Without it a group that fills one CPU
+         * needs two, so two such groups on two CPUs got no window at all,
+         * where one CPU each is what pinning by hand does; a group alone
+         * (the others idle) has the whole LLC as its share. */
+        ret->share_cpus = overloaded && total > 0 ? (unsigned) ceil(llc->weight * demand / total - 1e-9)
+                                                  : ret->demand_cpus;
+        ret->need_cpus = MAX(ret->scan_cpus, MIN(ret->demand_cpus, MAX(ret->share_cpus, 1u)));
         ret->need_cores = MAX(st->min_window_cores, 1u);
 }
 
@@ -214,9 +223,12 @@ static void keep_window(LlcWork *w, const CgroupState *c, double demand) {
 /* Overloaded: a held window grows only on a shortfall that lasts
  * MinResidencyMs. Whether this growth must wait; tracks since when the
  * window has been too small. */
-static bool growth_waits(PolicyCtx *ctx, const LlcWork *w, const Cand *cand, hwloc_const_bitmap_t cur) {
+static bool growth_waits(PolicyCtx *ctx, const LlcWork *w, const Cand *cand, hwloc_const_bitmap_t cur,
+                         bool alone) {
         CgroupState *c = cand->c;
-        bool grows = cand->held && policy_llc_overloaded(w->llc) && !hwloc_bitmap_isequal(w->mask, cur) &&
+        /* Alone (its share is all it may use: the others went idle), the
+         * window widens at once: nothing is left to spike against. */
+        bool grows = cand->held && !alone && policy_llc_overloaded(w->llc) && !hwloc_bitmap_isequal(w->mask, cur) &&
                      hwloc_bitmap_isincluded(cur, w->mask);
 
         if (grows &&
@@ -241,17 +253,21 @@ static int outgrown(PolicyCtx *ctx, LlcWork *w, const Cand *cand, hwloc_const_bi
         if (!cand->held)
                 return 0;
         /* Outgrown: the window was too small for what the cgroup
-         * does once confined. It backs off like a reverted one, or
-         * it comes back as soon as the LLC looks overloaded again
-         * (seen: perf bench messaging windowed and widened every
-         * half second, 4% slower). */
-        uint64_t off_us = policy_backoff_us(ctx->settings, &c->backoff[ACTION_POLICY_WINDOW]);
-        snprintf(reason, sizeof(reason),
-                 "llc %u: demand %.0f needs all of %s; window backs off %" PRIu64 " ms", w->llc->id,
+         * does once confined. Within MinResidencyMs of the window it
+         * backs off like a reverted one, or it comes back as soon as
+         * the LLC looks overloaded again (seen: perf bench messaging
+         * windowed and widened every half second, 4% slower). Later
+         * it is the load that moved (the others went idle): widened
+         * without a back-off, so that its next window, when the
+         * others come back, is not held up. */
+        bool flap = !policy_cgroup_threads_resident(ctx, c);
+        uint64_t off_us = flap ? policy_backoff_us(ctx->settings, &c->backoff[ACTION_POLICY_WINDOW]) : 0;
+        snprintf(reason, sizeof(reason), "llc %u: demand %.0f needs all of %s; %s %" PRIu64 " ms", w->llc->id,
                  cand->demand, cpuset_to_string(base, buf, sizeof(buf)),
-                 (uint64_t) (off_us / USEC_PER_MSEC));
+                 flap ? "window backs off" : "the window had been held for at least",
+                 (uint64_t) ((flap ? off_us : policy_residency_us(ctx->settings)) / USEC_PER_MSEC));
         r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
-        if (r > 0)
+        if (r > 0 && flap)
                 policy_back_off(c, ACTION_POLICY_WINDOW, ctx->now_us, off_us);
         return r;
 }
@@ -263,12 +279,11 @@ static int set_window(PolicyCtx *ctx, LlcWork *w, const Cand *cand, const Window
         int r;
 
         snprintf(reason, sizeof(reason),
-                 "llc %u nr_idle_scan %u %s weight %u (util %.0f); demand %.0f +%.0f%% -> %u cpus, scan %u "
-                 "cpus, "
-                 "min %u cores -> %u cores, %u cpus",
+                 "llc %u nr_idle_scan %u %s weight %u (util %.0f); demand %.0f +%.0f%% -> %u cpus, share %u "
+                 "cpus, scan %u cpus, min %u cores -> %u cores, %u cpus",
                  llc->id, llc->nr_idle_scan, policy_llc_overloaded(llc) ? "< half of" : "of", llc->weight,
                  llc->util, cand->demand, MAX(ctx->settings->window_headroom, 0.0) * 100, size->demand_cpus,
-                 size->scan_cpus, size->need_cores, cores, cpus);
+                 size->share_cpus, size->scan_cpus, size->need_cores, cores, cpus);
         r = policy_cgroup_set_layer(ctx, cand->c, ACTION_POLICY_WINDOW, w->mask, reason);
         if (r < 0)
                 return r;
@@ -298,7 +313,7 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
         if (n_chosen == 0)
                 return 0;
 
-        if (growth_waits(ctx, w, cand, cur)) {
+        if (growth_waits(ctx, w, cand, cur, size.share_cpus >= (unsigned) hwloc_bitmap_weight(base))) {
                 keep_window(w, c, cand->demand);
                 return 0;
         }
@@ -318,17 +333,7 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
         return set_window(ctx, w, cand, &size, n_chosen, cpus, cores);
 }
 
-/* A window is for a cgroup with work enough to keep a CPU of it busy: its
- * threads wake each other and share the window's caches. A light one (a few
- * timer threads) would only queue behind the LLC's other load on the
- * window's cores, where outside a window each wakeup finds the CPU whose
- * task's slice ends first. Measured: cyclictest (two threads, util 50 in
- * all) next to two CPU hogs on 2 CPUs, windowed to one CPU, had a 1.5-4x
- * worse p99 wakeup latency, while its mean wait per CPU received stayed
- * within what the guard lets pass. */
-static bool too_light(double demand) {
-        return demand * 100 < WINDOW_MIN_DEMAND_PERCENT * SCHED_CAPACITY_SCALE;
-}
+
 
 static void note_gate(CgroupState *c, WindowGate g, int llc, const Home *h) {
         c->window_gate = g;
@@ -357,9 +362,7 @@ static WindowGate window_gate(const PolicyCtx *ctx, const CgroupState *c, const 
                 return WINDOW_GATE_NOT_OVERLOADED;
         if (policy_cgroup_holds_thread_homes(c))
                 return WINDOW_GATE_BALANCE_HOMES;
-        if (!policy_cgroup_settled(ctx, c))
-                return WINDOW_GATE_UNSETTLED;
-        if (too_light(h->demand))
+        if (policy_demand_too_light(h->demand))
                 return WINDOW_GATE_TOO_LIGHT;
         if (h->llc != index)
                 return WINDOW_GATE_UNSEEN; /* judged in its home LLC */
@@ -484,6 +487,32 @@ static void set_background(const PolicyCtx *ctx, LlcWork *w, const Cand *cands, 
                 w->slots[s].background = MAX(w->slots[s].background, 0.0);
 }
 
+/* A group that went idle (its work done, its threads gone or asleep) lets
+ * its CPUs go at once, so that the groups that are busy now get them: held
+ * windows never move while the LLC is overloaded, so an idle group's window
+ * would keep its cores and the next phase's windows would be placed around
+ * it. No back-off: nothing was wrong with the window. */
+static int release_idle(PolicyCtx *ctx, const LlcSample *llc, const Home *homes) {
+        int index = policy_llc_index(ctx, llc);
+        int r;
+
+        for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
+                CgroupState *c = ctx->by_sample[i];
+                char reason[256];
+
+                if (!c || c->acted || !c->window.mask || c->window_llc != index ||
+                    homes[i].demand * 100 >= WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE)
+                        continue;
+                snprintf(reason, sizeof(reason), "llc %u: idle, demand %.0f < %.0f (%.1f%% of a CPU)", llc->id,
+                         homes[i].demand, WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE / 100,
+                         WINDOW_IDLE_DEMAND_PERCENT);
+                r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int window_llc(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, Cand *cands) {
         const Settings *st = ctx->settings;
         bool calm = llc->nr_idle_scan * 100.0 >= llc->weight * st->window_widen_scan_percent;
@@ -494,6 +523,9 @@ static int window_llc(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, C
 
         if (calm || small)
                 return widen_all(ctx, llc, small, homes);
+        r = release_idle(ctx, llc, homes);
+        if (r < 0)
+                return r;
 
         n_cands = collect_cands(ctx, llc, homes, cands);
         if (n_cands == 0)
