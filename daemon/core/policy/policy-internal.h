@@ -330,6 +330,9 @@ bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c);
  * of a new window, so that a group near it does not flap. */
 #define WINDOW_IDLE_DEMAND_PERCENT 12.5
 bool policy_demand_too_light(double demand);
+/* The share of an overloaded LLC a window needs is rounded up from this many
+ * CPUs over a whole number. */
+#define WINDOW_SHARE_SLACK 0.15
 
 /* The policies, in the order policy_decide() runs them. */
 int policy_guard(PolicyCtx *ctx);
