@@ -50,7 +50,8 @@ typedef double (*WaitFn)(bool windowed, unsigned tick_in_phase);
 
 /* One tick: busy is a bit per group, phase numbers the threads' identity
  * (new threads each phase), t the tick within the phase. */
-static void phases_tick(Phases *p, unsigned tick, unsigned phase, unsigned busy, unsigned t, WaitFn wait_fn) {
+static void phases_tick(Phases *p, unsigned tick, unsigned phase, unsigned busy, unsigned t,
+                        WaitFn wait_fn) {
         _cleanup_(snapshot_freep) Snapshot *s = topo_new(1, 2, 1, tick * TICK_US);
         unsigned n_busy = (unsigned) __builtin_popcount(busy);
 
@@ -67,8 +68,9 @@ static void phases_tick(Phases *p, unsigned tick, unsigned phase, unsigned busy,
                         int cpu = hwloc_bitmap_first(p->cpus[g]);
                         if (hwloc_bitmap_weight(p->cpus[g]) > 1)
                                 cpu = k % 2;
-                        ThreadSample *ts = topo_add_thread(s, cg, (pid_t) (1000 * (g + 1) + 10 * phase + k),
-                                                           1000 + phase, cpu, util, t == 0 ? 0 : wait_fn(windowed, t));
+                        ThreadSample *ts =
+                                topo_add_thread(s, cg, (pid_t) (1000 * (g + 1) + 10 * phase + k),
+                                                1000 + phase, cpu, util, t == 0 ? 0 : wait_fn(windowed, t));
                         hwloc_bitmap_copy(ts->allowed, p->cpus[g]);
                 }
         }
@@ -111,7 +113,9 @@ static void test_busy_set_follows_phases(void **unused) {
         for (unsigned round = 0; round < 2; round++)
                 for (size_t ph = 0; ph < ELEMENTSOF(schedule); ph++) {
                         unsigned busy = schedule[ph], phase = (unsigned) (round * ELEMENTSOF(schedule) + ph);
-                        unsigned prev = ph > 0 ? schedule[ph - 1] : round > 0 ? schedule[ELEMENTSOF(schedule) - 1] : 0;
+                        unsigned prev = ph > 0      ? schedule[ph - 1]
+                                        : round > 0 ? schedule[ELEMENTSOF(schedule) - 1]
+                                                    : 0;
                         for (int g = 0; g < N_GROUPS; g++)
                                 p.first_action_tick[g] = UINT_MAX;
                         for (unsigned t = 0; t < PHASE_TICKS; t++)
@@ -161,7 +165,8 @@ static void test_changing_load_kept_and_reverted(void **unused) {
                 for (unsigned t = 0; t < 20; t++)
                         phases_tick(&p, tick++, 0, 0, t, wait_better_windowed);
                 for (unsigned t = 0; t < 30; t++)
-                        phases_tick(&p, tick++, 1, 0x3, t, worse ? wait_worse_windowed : wait_better_windowed);
+                        phases_tick(&p, tick++, 1, 0x3, t,
+                                    worse ? wait_worse_windowed : wait_better_windowed);
 
                 PolicyCounters c;
                 policy_state_counters(p.state, &c);
@@ -223,7 +228,8 @@ static void test_alternating_does_not_flap(void **unused) {
                                 util[g] += alpha * ((busy ? 256.0 : 0.0) - util[g]);
                                 size_t cg = topo_add_cgroup(s, paths[g], CGROUP_POLICY_LATENCY, NULL);
                                 for (int k = 0; k < THREADS; k++)
-                                        topo_add_thread(s, cg, (pid_t) (100 * (g + 1) + k), 1, k % 2, util[g], 50);
+                                        topo_add_thread(s, cg, (pid_t) (100 * (g + 1) + k), 1, k % 2,
+                                                        util[g], 50);
                         }
                         topo_finish(s);
                         _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);

@@ -296,6 +296,30 @@ static void test_smoothing(void **state) {
         snapshot_free(s);
 }
 
+/* A thread's first interval is its first figure as it is, smoothed only
+ * from the second on: smoothed up from 0, a thread that starts busy showed
+ * half its load after three periods and every decision waited for it. */
+static void test_thread_first_interval(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = NULL;
+
+        f->settings.smoothing_half_life_ms = 1000; /* = the period: each sample moves halfway */
+        s = two_ticks(f, "--schedstat", "--schedstat");
+        for (size_t j = 0; j < s->cgroups[0].n_threads; j++) {
+                const ThreadSample *t = &s->cgroups[0].threads[j];
+                assert_true(fabs(t->util - cap(thread_util_pct((unsigned) t->tid))) < 0.01);
+                assert_true(fabs(t->wait - cap(thread_wait_pct((unsigned) t->tid))) < 0.01);
+        }
+        snapshot_free(s);
+        /* The same counters again: an idle interval, halfway down. */
+        assert_int_equal(sampler_sample(f->sampler, 3000000, &f->cg, 1, &s), 0);
+        for (size_t j = 0; j < s->cgroups[0].n_threads; j++) {
+                const ThreadSample *t = &s->cgroups[0].threads[j];
+                assert_true(fabs(t->util - cap(thread_util_pct((unsigned) t->tid)) / 2) < 0.01);
+        }
+        snapshot_free(s);
+}
+
 /* sched/debug for every CPU: root cfs_rq util_avg 100, runnable_avg
  * 100 + extra (no root cfs_rq for CPU decayed, as the kernel prints an idle
  * CPU); "garbage" for a malformed file. */
@@ -829,6 +853,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_malformed_stat, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cgroup_and_thread_vanish, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_smoothing, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_thread_first_interval, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_idle_backoff, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runnable_not_needed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_task_list_lines, setup, teardown),

@@ -115,8 +115,8 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
                              "%s "
                              "%.0f x %.0f%% + floor %.0f, over %" PRIu64 " ms",
                              action_policy_to_string(p), wait, e->before_util, util_after,
-                             e->from_tick ? "its last tick before" : "before", e->before_wait,
-                             k * 100, wait_floor, st->guard_window_ms) < 0)
+                             e->from_tick ? "its last tick before" : "before", e->before_wait, k * 100,
+                             wait_floor, st->guard_window_ms) < 0)
                         return -ENOMEM;
         } else if (cgroup_wide && !e->from_tick && pressure > pressure_limit) {
                 /* Not for a load that was still changing: pressure (avg10,

@@ -321,7 +321,6 @@ void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c,
 #define POLICY_SETTLE_PERCENT 25
 bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c);
 
-
 /* policy-window.c: the demand under which a cgroup gets no window, in
  * percent of one CPU. */
 #define WINDOW_MIN_DEMAND_PERCENT 25

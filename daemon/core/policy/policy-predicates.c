@@ -70,9 +70,9 @@ bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c) {
         double now = 0, floor = ctx->settings->guard_wait_floor * c->sample->n_threads;
 
         /* The first observation is its own mean. That is no hole: the
-         * sampler starts a thread it has not seen before at util 0, so a
-         * cgroup opted in under load, or a workload starting in an
-         * opted-in cgroup, ramps up from 0 here too. */
+         * sampler's first figure for a thread it has not seen before is 0,
+         * so a cgroup opted in under load, or a workload starting in an
+         * opted-in cgroup, steps up from 0 here too. */
         if (!c->recent_primed)
                 return false;
         for (size_t i = 0; i < c->sample->n_threads; i++)

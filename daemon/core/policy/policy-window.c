@@ -232,8 +232,8 @@ static bool growth_waits(PolicyCtx *ctx, const LlcWork *w, const Cand *cand, hwl
         CgroupState *c = cand->c;
         /* Alone (its share is all it may use: the others went idle), the
          * window widens at once: nothing is left to spike against. */
-        bool grows = cand->held && !alone && policy_llc_overloaded(w->llc) && !hwloc_bitmap_isequal(w->mask, cur) &&
-                     hwloc_bitmap_isincluded(cur, w->mask);
+        bool grows = cand->held && !alone && policy_llc_overloaded(w->llc) &&
+                     !hwloc_bitmap_isequal(w->mask, cur) && hwloc_bitmap_isincluded(cur, w->mask);
 
         if (grows &&
             (c->window_short_since_us == 0 ||
@@ -266,8 +266,8 @@ static int outgrown(PolicyCtx *ctx, LlcWork *w, const Cand *cand, hwloc_const_bi
          * others come back, is not held up. */
         bool flap = !policy_cgroup_threads_resident(ctx, c);
         uint64_t off_us = flap ? policy_backoff_us(ctx->settings, &c->backoff[ACTION_POLICY_WINDOW]) : 0;
-        snprintf(reason, sizeof(reason), "llc %u: demand %.0f needs all of %s; %s %" PRIu64 " ms", w->llc->id,
-                 cand->demand, cpuset_to_string(base, buf, sizeof(buf)),
+        snprintf(reason, sizeof(reason), "llc %u: demand %.0f needs all of %s; %s %" PRIu64 " ms",
+                 w->llc->id, cand->demand, cpuset_to_string(base, buf, sizeof(buf)),
                  flap ? "window backs off" : "the window had been held for at least",
                  (uint64_t) ((flap ? off_us : policy_residency_us(ctx->settings)) / USEC_PER_MSEC));
         r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
@@ -336,8 +336,6 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
 
         return set_window(ctx, w, cand, &size, n_chosen, cpus, cores);
 }
-
-
 
 static void note_gate(CgroupState *c, WindowGate g, int llc, const Home *h) {
         c->window_gate = g;
@@ -492,10 +490,10 @@ static void set_background(const PolicyCtx *ctx, LlcWork *w, const Cand *cands, 
 }
 
 /* A group that went idle (its work done, its threads gone or asleep) lets
- * its CPUs go at once, so that the groups that are busy now get them: held
- * windows never move while the LLC is overloaded, so an idle group's window
- * would keep its cores and the next phase's windows would be placed around
- * it. No back-off: nothing was wrong with the window. */
+ * its CPUs go at once, so that the groups that are busy now get them: a
+ * held window keeps its cores (placement takes them first), so an idle
+ * group's window would keep them and the next phase's windows would be
+ * placed around it. No back-off: nothing was wrong with the window. */
 static int release_idle(PolicyCtx *ctx, const LlcSample *llc, const Home *homes) {
         int index = policy_llc_index(ctx, llc);
         int r;
@@ -507,8 +505,8 @@ static int release_idle(PolicyCtx *ctx, const LlcSample *llc, const Home *homes)
                 if (!c || c->acted || !c->window.mask || c->window_llc != index ||
                     homes[i].demand * 100 >= WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE)
                         continue;
-                snprintf(reason, sizeof(reason), "llc %u: idle, demand %.0f < %.0f (%.1f%% of a CPU)", llc->id,
-                         homes[i].demand, WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE / 100,
+                snprintf(reason, sizeof(reason), "llc %u: idle, demand %.0f < %.0f (%.1f%% of a CPU)",
+                         llc->id, homes[i].demand, WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE / 100,
                          WINDOW_IDLE_DEMAND_PERCENT);
                 r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
                 if (r < 0)
