@@ -373,6 +373,69 @@ static void test_sticky_guard(void **unused) {
         assert_int_equal(reverts, 1);
 }
 
+/* A cgroup of n threads at util `util` each, woken `wakeups` times a second
+ * each, waiting `wait` each, in an overloaded LLC of 4 SMT2 cores. */
+static Snapshot *talk_snapshot(unsigned tick, unsigned n, double util, double wakeups, double wait) {
+        Snapshot *s = topo_new(1, 4, 2, tick * TICK_US);
+
+        topo_set_llc(s, 0, 1000, 1000);
+        size_t cg = topo_add_cgroup(s, "/g", CGROUP_POLICY_LATENCY, NULL);
+        for (unsigned k = 0; k < n; k++) {
+                ThreadSample *ts = topo_add_thread(s, cg, (pid_t) (20 + k), 1, (int) (k % 8), util, wait);
+                ts->wakeups = wakeups;
+        }
+        topo_finish(s);
+        return s;
+}
+
+/* Runs a window trial: `before` wakeups a second per thread, `after` under
+ * the window, wait unchanged. Returns the guard's restore, NULL if kept. */
+static char *talk_trial(unsigned n, double util, double before, double after) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        char *reverted = NULL;
+        bool windowed = false, placed = false;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned tick = 0; tick < 25; tick++) {
+                _cleanup_(snapshot_freep) Snapshot *s =
+                        talk_snapshot(tick, n, util, windowed ? after : before, util / 10);
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                dump_plan(plan, tick);
+                if (plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/g", 0))
+                        windowed = placed = true;
+                const Action *a = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_GUARD, "/g", 0);
+                if (a && !reverted) {
+                        reverted = strdup(a->reason);
+                        windowed = false;
+                }
+        }
+        assert_true(placed);
+        PolicyCounters c;
+        policy_state_counters(state, &c);
+        assert_int_equal(c.kept + c.reverted, 1);
+        return reverted;
+}
+
+/* A request/response cgroup (a client and its server: two threads that
+ * talk, 4,000 hand-overs a second each) is judged by its progress: a window
+ * under which its wakeups halve is reverted though its wait did not grow,
+ * one under which they hold is kept. A mesh (eight talkers, hackbench) is
+ * judged by wait per CPU received: its wakeups halve under a window that
+ * makes it faster, and it is kept. */
+static void test_request_response_progress(void **unused) {
+        _cleanup_(freep) char *halved = talk_trial(2, 400, 4000, 2000);
+        assert_non_null(halved);
+        assert_non_null(strstr(halved, "guard: window made progress worse: 4000 wakeups/s < before 8000"));
+
+        _cleanup_(freep) char *held = talk_trial(2, 400, 4000, 3900);
+        assert_null(held);
+
+        _cleanup_(freep) char *mesh = talk_trial(8, 250, 4000, 2000);
+        assert_null(mesh);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_worse_reverts_and_backs_off),
@@ -387,6 +450,7 @@ int main(void) {
                 cmocka_unit_test(test_default_percent),
                 cmocka_unit_test(test_floor_follows_util),
                 cmocka_unit_test(test_sticky_guard),
+                cmocka_unit_test(test_request_response_progress),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,14 +35,15 @@ static double cgroup_util(const CgroupSample *cg) {
         return u;
 }
 
-/* A pair pin (policy-pair.c): together the wakee waits for the waker's
- * hand-over, so wait alone would revert every pair. Progress, the pair's
- * wakeups per second (one per hand-over), decides: fallen by GuardPercent
+/* A pair pin (policy-pair.c), or a window on a request/response cgroup
+ * (policy_cgroup_progress()): together the wakee waits for the waker's
+ * hand-over, so wait alone would revert every pair. Progress, the wakeups
+ * per second (one per hand-over), decides: fallen by GuardPercent
  * reverts; risen by GuardPercent keeps even though wait grew; in between,
  * wait decides as for any pin (two timer threads woken at once gain no
  * progress together and only wait for each other). */
-static int judge_progress(PolicyCtx *ctx, const Experiment *e, double wait, double wait_limit, char **ret,
-                          Verdict *ret_verdict) {
+static int judge_progress(PolicyCtx *ctx, const Experiment *e, const char *what, double wait,
+                          double wait_limit, char **ret, Verdict *ret_verdict) {
         const Settings *st = ctx->settings;
         double k = 1.0 + st->guard_percent / 100.0;
         double after = e->sum_progress / e->n_samples, before = e->before_progress;
@@ -55,19 +56,18 @@ static int judge_progress(PolicyCtx *ctx, const Experiment *e, double wait, doub
                                  .limit = before};
         if (fell) {
                 ret_verdict->outcome = VERDICT_REVERTED;
-                if (asprintf(
-                            ret,
-                            "guard: sticky pair made progress worse: %.0f wakeups/s < before %.0f / %.0f%%, "
-                            "over %" PRIu64 " ms",
-                            after, before, k * 100, st->guard_window_ms) < 0)
+                if (asprintf(ret,
+                             "guard: %s made progress worse: %.0f wakeups/s < before %.0f / %.0f%%, "
+                             "over %" PRIu64 " ms",
+                             what, after, before, k * 100, st->guard_window_ms) < 0)
                         return -ENOMEM;
         } else if (!rose && wait > wait_limit) {
                 ret_verdict->outcome = VERDICT_REVERTED;
-                if (asprintf(
-                            ret,
-                            "guard: sticky pair made wait per CPU received worse: %.0f > %.0f, and progress "
-                            "%.0f wakeups/s did not rise by %.0f%% from %.0f, over %" PRIu64 " ms",
-                            wait, wait_limit, after, st->guard_percent, before, st->guard_window_ms) < 0)
+                if (asprintf(ret,
+                             "guard: %s made wait per CPU received worse: %.0f > %.0f, and progress "
+                             "%.0f wakeups/s did not rise by %.0f%% from %.0f, over %" PRIu64 " ms",
+                             what, wait, wait_limit, after, st->guard_percent, before,
+                             st->guard_window_ms) < 0)
                         return -ENOMEM;
         }
         return 0;
@@ -102,7 +102,8 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
 
         *ret = NULL;
         if (e->by_progress)
-                return judge_progress(ctx, e, wait, wait_limit, ret, ret_verdict);
+                return judge_progress(ctx, e, cgroup_wide ? action_policy_to_string(p) : "sticky pair", wait,
+                                      wait_limit, ret, ret_verdict);
         *ret_verdict = (Verdict){.outcome = VERDICT_KEPT,
                                  .at_us = ctx->now_us,
                                  .before = e->before_wait,
@@ -176,8 +177,8 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
                 e->sum_wait += t ? t->sample->wait : cgroup_wait(c->sample);
                 e->sum_util += t ? t->sample->util : cgroup_util(c->sample);
                 e->sum_pressure += c->sample->pressure_some_avg10;
-                if (e->by_progress && t)
-                        e->sum_progress += policy_pair_progress(c, t);
+                if (e->by_progress)
+                        e->sum_progress += t ? policy_pair_progress(c, t) : policy_cgroup_wakeups(c->sample);
                 e->n_samples++;
         }
         if (ctx->now_us < e->end_us || e->n_samples == 0)

@@ -233,6 +233,20 @@ bool policy_thread_talks_at(const Settings *st, const ThreadSample *ts, double f
 const ThreadState *policy_pair_partner(const CgroupState *c, const ThreadState *t);
 /* The pair's wakeups per second, the guard's progress signal. */
 double policy_pair_progress(const CgroupState *c, const ThreadState *t);
+/* A request/response cgroup (issue 13): its work is a few threads that talk
+ * (a client and its server: tbench), at most this many, with most of its
+ * CPU. A window on it is judged by its progress, the Σ wakeups per second
+ * of its threads (one per request and reply), as a pair pin is: a window
+ * under which its switches fell by GuardPercent lost throughput, whatever
+ * its wait did (measured: tbench at 0.588x of the kernel's, context
+ * switches halved, wait per CPU received not risen). A mesh of many
+ * talkers (hackbench, perf bench messaging) is judged by wait per CPU
+ * received: its switches fall under a window that makes it faster. */
+#define WINDOW_PROGRESS_MAX_TALKERS 4
+/* Its progress, or < 0 when the cgroup is not request/response. */
+double policy_cgroup_progress(const Settings *st, const CgroupSample *cg);
+/* Σ wakeups per second of a cgroup's threads (unknown counts as 0). */
+double policy_cgroup_wakeups(const CgroupSample *cg);
 
 /* policy-predicates.c */
 /* Which policies a cgroup gets under the mode: a cgroup's policy narrows the

@@ -80,3 +80,11 @@ bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c) {
         return fabs(now - c->recent_util) * 100 <=
                POLICY_SETTLE_PERCENT * MAX(MAX(now, c->recent_util), floor);
 }
+
+double policy_cgroup_wakeups(const CgroupSample *cg) {
+        double wakeups = 0;
+
+        for (size_t i = 0; i < cg->n_threads; i++)
+                wakeups += MAX(cg->threads[i].wakeups, 0.0);
+        return wakeups;
+}

@@ -76,3 +76,22 @@ double policy_pair_progress(const CgroupState *c, const ThreadState *t) {
 
         return mine + (p ? MAX(p->sample->wakeups, 0.0) : mine);
 }
+
+double policy_cgroup_progress(const Settings *st, const CgroupSample *cg) {
+        double talk_util = 0, util = 0;
+        unsigned talkers = 0;
+
+        for (size_t i = 0; i < cg->n_threads; i++) {
+                const ThreadSample *ts = &cg->threads[i];
+                double u = MAX(ts->util, 0.0);
+
+                util += u;
+                if (policy_thread_talks(st, ts)) {
+                        talkers++;
+                        talk_util += u;
+                }
+        }
+        if (talkers == 0 || talkers > WINDOW_PROGRESS_MAX_TALKERS || talk_util * 2 < util)
+                return -1;
+        return policy_cgroup_wakeups(cg);
+}

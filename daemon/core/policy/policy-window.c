@@ -292,8 +292,17 @@ static int set_window(PolicyCtx *ctx, LlcWork *w, const Cand *cand, const Window
         if (r < 0)
                 return r;
         if (r > 0) {
+                Experiment *e = &cand->c->window.exp;
+                double progress = policy_cgroup_progress(ctx->settings, cand->c->sample);
+
                 cand->c->window_llc = policy_llc_index(ctx, llc);
                 account(w->chosen, n_chosen, cand->demand);
+                /* A new trial of a request/response cgroup is judged by its
+                 * progress too (a growing window keeps its first trial's). */
+                if (e->active && e->start_us == ctx->now_us && progress >= 0) {
+                        e->by_progress = true;
+                        e->before_progress = progress;
+                }
         }
         return 0;
 }
