@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "actuator-ledger.h"
+#include "tids.h"
 
 static const char *const actuator_backend_table[_ACTUATOR_BACKEND_MAX] = {
         [ACTUATOR_BACKEND_THREADS] = "threads",
@@ -290,15 +291,9 @@ int actuator_owned_tids(const Actuator *a, const char *cgroup, pid_t **tids, siz
         for (size_t i = 0; a && i < a->n_threads; i++) {
                 if (!streq(a->threads[i].cgroup, cgroup))
                         continue;
-                if (*n == *alloc) {
-                        size_t na = *alloc ? *alloc * 2 : 16;
-                        pid_t *p = realloc(*tids, na * sizeof(pid_t));
-                        if (!p)
-                                return -ENOMEM;
-                        *tids = p;
-                        *alloc = na;
-                }
-                (*tids)[(*n)++] = a->threads[i].tid;
+                int r = tids_append(tids, n, alloc, a->threads[i].tid);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }

@@ -3,6 +3,7 @@
  * snapshot to the next by identity. */
 
 #include "policy-internal.h"
+#include "tids.h"
 
 void policy_layer_done(Layer *l) {
         hwloc_bitmap_free(l->mask);
@@ -216,15 +217,9 @@ int policy_state_held_tids(const PolicyState *s, const char *cgroup, pid_t **tid
         for (size_t i = 0; c && i < c->n_threads; i++) {
                 if (!policy_thread_holds(&c->threads[i]))
                         continue;
-                if (*n == *alloc) {
-                        size_t na = *alloc ? *alloc * 2 : 16;
-                        pid_t *p = realloc(*tids, na * sizeof(pid_t));
-                        if (!p)
-                                return -ENOMEM;
-                        *tids = p;
-                        *alloc = na;
-                }
-                (*tids)[(*n)++] = c->threads[i].tid;
+                int r = tids_append(tids, n, alloc, c->threads[i].tid);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
