@@ -63,9 +63,14 @@ for round in $(seq "$ROUNDS"); do
         records=$("$PY" -S "$HELPER" state "$RUN" | grep -c " /v ")
         fds_before=$(ls /proc/"$DAEMON"/fd | wc -l)
 
-        # The load leaves (its threads live on in the parent), the cgroup goes.
-        echo "$V_PID" >"$TOP/cgroup.procs" || fail "cannot move the load out of /v"
-        rmdir "$TOP/v" || fail "cannot remove $TOP/v"
+        # The load leaves (its threads live on in the parent), the cgroup goes,
+        # both between two of steerd's ticks (it is stopped meanwhile): a
+        # tick that saw /v empty would give its window back as idle, and
+        # the cgroup would go with nothing of it held.
+        kill -STOP "$DAEMON"
+        echo "$V_PID" >"$TOP/cgroup.procs" || { kill -CONT "$DAEMON"; fail "cannot move the load out of /v"; }
+        rmdir "$TOP/v" || { kill -CONT "$DAEMON"; fail "cannot remove $TOP/v"; }
+        kill -CONT "$DAEMON"
         gone=
         for i in $(seq 100); do
                 sleep 0.1
