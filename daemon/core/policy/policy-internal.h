@@ -12,13 +12,15 @@
  *   policy-window.c     the scan window within an LLC (DESIGN.md 1.1)
  *   policy-sticky.c     prev-CPU pins and their release (DESIGN.md 1.2)
  *   policy-pair.c       a pair of talking threads pinned together, or not at all
- *   policy-guard.c      experiments judged, reverted, settledness (DESIGN.md 1.4)
+ *   policy-guard.c      experiments judged (wait, pressure, progress), reverted (DESIGN.md 1.4)
  *   policy-layers.c     masks of a subject; setting and dropping layers;
  *                       policy_emit(), which runs every action through the checker
  *   policy-check.c      the invariants, per action and per plan
  *   policy-backoff.c    waiting before acting again: guard backoff, departures
- *   policy-unit.c       leaf: a pin's unit and its load, talking threads, a pair's progress
- *   policy-predicates.c leaf: policies enabled, residency, the LLC of a mask
+ *   policy-unit.c       leaf: a pin's unit and its load, talking threads, a pair's and a
+ *                       request/response cgroup's progress
+ *   policy-predicates.c leaf: policies enabled, residency, the LLC of a mask, settledness,
+ *                       too light for a window, a cgroup's wakeups
  *   policy-state.c      leaf: the state's lifetime, lookups, carry-over by identity
  *   policy-overload.c   leaf: the overload rule (public, policy.h)
  */
@@ -324,7 +326,7 @@ int policy_thread_restore(PolicyCtx *ctx, CgroupState *c, ThreadState *t, bool k
 
 void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c, const ThreadState *t);
 
-/* policy-guard.c */
+/* policy-predicates.c (the guard and the layers ask it) */
 /* A cgroup's CPU use is settled when this tick's is within this share of its
  * mean over about the last GuardWindowMs. A change on settled load is judged
  * against those means; one on load that is still changing (a phase
@@ -335,7 +337,8 @@ void policy_experiment_open(PolicyCtx *ctx, Experiment *e, const CgroupState *c,
 #define POLICY_SETTLE_PERCENT 25
 bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c);
 
-/* policy-window.c: the demand under which a cgroup gets no window, in
+/* The window's thresholds (policy-window.c; policy_demand_too_light() is in
+ * policy-predicates.c): the demand under which a cgroup gets no window, in
  * percent of one CPU. */
 #define WINDOW_MIN_DEMAND_PERCENT 25
 /* A held window whose cgroup's demand fell under this (percent of one CPU)
