@@ -146,12 +146,19 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
  * before/after says nothing. The trial starts over from what it is now; a
  * window too small for the new load grows on its own (DESIGN.md 1.1), that
  * is not the guard's to catch. A pair together runs faster and gets more
- * CPU by design: its progress says whether that was the load or the pin. */
+ * CPU by design: its progress says whether that was the load or the pin.
+ * A trial whose before is one tick of a changing load (from_tick) says
+ * something only at about that load: grown by more than
+ * POLICY_SETTLE_PERCENT, its phase was still starting at that tick (the
+ * other groups not all running yet), and its wait per CPU received rose
+ * with theirs (measured in phases: 10 of 101 windows reverted at a phase
+ * start, judged at util 336 -> 553, 323 -> 515, 473 -> 659). */
 static bool restarted_on_ramp(const PolicyCtx *ctx, Experiment *e) {
         double floor = ctx->settings->guard_wait_floor * e->n_threads;
         double util_after = e->sum_util / e->n_samples;
+        double factor = e->from_tick ? 1.0 + POLICY_SETTLE_PERCENT / 100.0 : GUARD_RAMP_FACTOR;
 
-        if (e->by_progress || util_after <= GUARD_RAMP_FACTOR * MAX(e->before_util, floor))
+        if (e->by_progress || util_after <= factor * MAX(e->before_util, floor))
                 return false;
         *e = (Experiment){
                 .active = true,
