@@ -27,14 +27,6 @@ static double cgroup_wait(const CgroupSample *cg) {
         return w;
 }
 
-static double cgroup_util(const CgroupSample *cg) {
-        double u = 0;
-
-        for (size_t i = 0; i < cg->n_threads; i++)
-                u += cg->threads[i].util;
-        return u;
-}
-
 /* A pair pin (policy-pair.c), or a window on a request/response cgroup
  * (policy_cgroup_progress()): together the wakee waits for the waker's
  * hand-over, so wait alone would revert every pair. Progress, the wakeups
@@ -182,7 +174,7 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
                 return 0;
         if (ctx->now_us > e->start_us) {
                 e->sum_wait += t ? t->sample->wait : cgroup_wait(c->sample);
-                e->sum_util += t ? t->sample->util : cgroup_util(c->sample);
+                e->sum_util += t ? t->sample->util : policy_cgroup_util(c->sample);
                 e->sum_pressure += c->sample->pressure_some_avg10;
                 if (e->by_progress)
                         e->sum_progress += t ? policy_pair_progress(c, t) : policy_cgroup_wakeups(c->sample);
@@ -240,7 +232,7 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
  * while a cgroup-wide experiment runs, so that the next one starts from the
  * cgroup as it is without steerd's trial. */
 static void observe(PolicyCtx *ctx, CgroupState *c) {
-        double wait = cgroup_wait(c->sample), util = cgroup_util(c->sample);
+        double wait = cgroup_wait(c->sample), util = policy_cgroup_util(c->sample);
         double alpha = ewma_alpha(ctx->snap->period_us, ctx->settings->guard_window_ms * USEC_PER_MSEC / 2);
 
         if (c->recent_primed && (c->window.exp.active || c->home.exp.active))

@@ -247,6 +247,8 @@ double policy_pair_progress(const CgroupState *c, const ThreadState *t);
 #define WINDOW_PROGRESS_MAX_TALKERS 4
 /* Its progress, or < 0 when the cgroup is not request/response. */
 double policy_cgroup_progress(const Settings *st, const CgroupSample *cg);
+/* Σ util of a cgroup's threads: the CPU they received. */
+double policy_cgroup_util(const CgroupSample *cg);
 /* Σ wakeups per second of a cgroup's threads (unknown counts as 0). */
 double policy_cgroup_wakeups(const CgroupSample *cg);
 

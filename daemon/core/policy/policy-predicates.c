@@ -66,6 +66,14 @@ bool policy_demand_too_light(double demand) {
         return demand * 100 < WINDOW_MIN_DEMAND_PERCENT * SCHED_CAPACITY_SCALE;
 }
 
+double policy_cgroup_util(const CgroupSample *cg) {
+        double u = 0;
+
+        for (size_t i = 0; i < cg->n_threads; i++)
+                u += cg->threads[i].util;
+        return u;
+}
+
 bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c) {
         double now = 0, floor = ctx->settings->guard_wait_floor * c->sample->n_threads;
 
@@ -75,8 +83,7 @@ bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c) {
          * opted-in cgroup, steps up from 0 here too. */
         if (!c->recent_primed)
                 return false;
-        for (size_t i = 0; i < c->sample->n_threads; i++)
-                now += c->sample->threads[i].util;
+        now = policy_cgroup_util(c->sample);
         return fabs(now - c->recent_util) * 100 <=
                POLICY_SETTLE_PERCENT * MAX(MAX(now, c->recent_util), floor);
 }
