@@ -675,6 +675,50 @@ static void test_layers_membership(void **state) {
         trace_reset(&t);
 }
 
+/* A small cgroup between heals: its process list each sample, its thread
+ * list only when a process came or went (a task moved in raises no event). */
+static void test_layers_small_moved_in(void **state) {
+        Fixture *f = *state;
+        Trace t = {};
+        char tasks[256] = "";
+        Snapshot *s = two_ticks(f, "--schedstat --cpuacct --threads 8 --procs 2",
+                                "--schedstat --cpuacct --threads 8 --procs 2");
+        uint64_t now = 2000000;
+
+        snapshot_free(s);
+        sampler_set_membership_events(f->sampler, true);
+        /* Thread 1008's files exist; the lists say the cgroup is as before. */
+        gen(f, 2, "--schedstat --cpuacct --threads 9 --procs 2");
+        for (unsigned i = 0; i < 8; i++)
+                snprintf(tasks + strlen(tasks), sizeof(tasks) - strlen(tasks), "%u\n", FIRST_TID + i);
+        test_write_file(f->dir, "/sys/fs/cgroup/cpuset/bench1/tasks", tasks);
+        test_write_file(f->dir, "/sys/fs/cgroup/cpuset/bench1/cgroup.procs", "1000\n1004\n");
+        s = traced_sample(f, &t, now += 100000);
+        assert_int_equal(traced(&t, NULL, "/bench1/cgroup.procs"), 1);
+        assert_int_equal(traced(&t, NULL, "/bench1/tasks"), 0);
+        assert_int_equal(s->cgroups[0].n_members, 8);
+        snapshot_free(s);
+
+        /* A process moved in: seen at this sample. */
+        snprintf(tasks + strlen(tasks), sizeof(tasks) - strlen(tasks), "%u\n", FIRST_TID + 8);
+        test_write_file(f->dir, "/sys/fs/cgroup/cpuset/bench1/tasks", tasks);
+        test_write_file(f->dir, "/sys/fs/cgroup/cpuset/bench1/cgroup.procs", "1000\n1004\n1008\n");
+        s = traced_sample(f, &t, now += 100000);
+        assert_int_equal(traced(&t, NULL, "/bench1/tasks"), 1);
+        assert_int_equal(s->cgroups[0].n_members, 9);
+        snapshot_free(s);
+
+        /* And it left: the lists are read again. */
+        test_write_file(f->dir, "/sys/fs/cgroup/cpuset/bench1/cgroup.procs", "1000\n1004\n");
+        tasks[strlen(tasks) - 5] = '\0';
+        test_write_file(f->dir, "/sys/fs/cgroup/cpuset/bench1/tasks", tasks);
+        s = traced_sample(f, &t, now += 100000);
+        assert_int_equal(traced(&t, NULL, "/bench1/tasks"), 1);
+        assert_int_equal(s->cgroups[0].n_members, 8);
+        snapshot_free(s);
+        trace_reset(&t);
+}
+
 /* ---- live: the descriptors kept open for real threads ---- */
 
 #define V1 "/sys/fs/cgroup/cpuset"
@@ -860,6 +904,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_layers_quiet, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_held, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_procs, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_layers_small_moved_in, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_membership, setup, teardown),
                 cmocka_unit_test(test_live_kept_fds),
         };

@@ -342,12 +342,15 @@ class Analysis:
             share = one(r1000[0].get('cpu_pct'))
             base = [v for (n, t), v in real.items() if t == 0]
             b = base[0].get('cpu_pct') if base else None
+            nothing = [v for v in self.cost.get('realnone', {}).values()]
+            b0 = nothing[0].get('cpu_pct') if nothing else None
             ok = share <= 0.2
             rows.append([f'steerd at most 0.2% of one CPU at {self.meta.get("period_ms", "100")} ms with 1,000 '
                          'opted-in threads (real run)', 'met' if ok else 'NOT met',
                          f'{spread(r1000[0].get("cpu_pct"))}% of one CPU (min / median / max of the rounds)'
-                         + (f'; with an empty opted-in cgroup: {spread(b)}%' if b is not None else ''),
-                         f'{share / 0.2:.0f}x the target (median)' if share else ''])
+                         + (f'; with an empty opted-in cgroup: {spread(b)}%' if b is not None else '')
+                         + (f'; with nothing opted in: {spread(b0)}%' if b0 is not None else ''),
+                         f'{share / 0.2:.2f} x the target (median)' if share else ''])
         big = self.cost.get('plain', {}).get((1024, 10000))
         if big and big.get('wall_us_tick') is not None:
             wall = big['wall_us_tick']
@@ -382,6 +385,7 @@ class Analysis:
                              f'{t[0]:.1f} / **{t[1]:.1f}** / {t[2]:.1f} periods (min/median/max of the rounds\' medians; '
                              f'{fmt(med(self.values("phases", "latency", "phases_acted")), 0)} of 16 phases acted on)',
                              ''])
+        rows += self.target_rows_later()
         reac = []
         for w in self.workloads:
             reac += self.values(w, 'latency', 'reaction_periods')
@@ -396,8 +400,78 @@ class Analysis:
                          'see the note below the table'])
         return rows
 
+    def to_best(self, w, c):
+        """per round: c against the better of default and static pinning
+        (static-best where the workload has several splits), as a time-like
+        ratio (> 1: worse), whichever way the workload's figure goes"""
+        runs, out = self.data[w].get(c, {}), []
+        st = 'static-best' if 'static-best' in self.data[w] else 'static'
+        for r in sorted(runs):
+            x = runs[r].get('primary')
+            refs = [self.data[w].get(b, {}).get(r, {}).get('primary') for b in ('default', st)]
+            refs = [v for v in refs if v]
+            if x is None or not refs:
+                continue
+            out.append(x / min(refs) if self.better(w) == 'lower' else max(refs) / x if x else None)
+        return [v for v in out if v is not None]
+
+    def target_rows_later(self):
+        """the targets of issues 12 (cost), 13 (load that moves), 14 (co-location)"""
+        rows, d = [], self.data
+        real = self.cost.get('real', {})
+        r10k = [v for (n, t), v in real.items() if t == 10000]
+        if r10k and one(r10k[0].get('cpu_pct')) is not None:
+            share = one(r10k[0]['cpu_pct'])
+            rows.append(['12: steerd at most 2% of one CPU with 10,000 sleeping opted-in threads (real run)',
+                         'met' if share <= 2 else 'NOT met', f'{spread(r10k[0]["cpu_pct"])}% of one CPU',
+                         f'{share / 2:.2f} x the target (median)'])
+        if 'hb4cg' in d and 'latency' in d['hb4cg']:
+            sc = mmm(self.values('hb4cg', 'latency', 'steerd_cpu_pct'))
+            if sc[1] is not None:
+                rows.append(['12: steerd at most 0.5% of one CPU during hb4cg (latency)',
+                             'met' if sc[1] <= 0.5 else 'NOT met',
+                             f'{sc[0]:.2f} / **{sc[1]:.2f}** / {sc[2]:.2f}% of one CPU (min/median/max of the rounds)',
+                             f'{sc[1] / 0.5:.1f} x the target (median)'])
+        big = self.cost.get('callgrind', {}).get((1024, 10000))
+        if big and big.get('ir_tick') and big.get('ir_tick_max'):
+            x = big['ir_tick_max'] / big['ir_tick']
+            rows.append(['12: worst tick at most 3 x the median (fixture 1,024 CPUs x 10,000 threads, instructions)',
+                         'met' if x <= 3 else 'NOT met',
+                         f'worst {fmt(big["ir_tick_max"])} Ir, median {fmt(big["ir_tick"])} Ir', f'{x:.2f} x the median'])
+        if 'hb4cg' in d and 'latency' in d['hb4cg'] and 'static' in d['hb4cg']:
+            t = mmm(self.ratios('hb4cg', 'latency', base='static'))
+            if t[1] is not None:
+                rows.append(['13: hb4cg latency / static at most 1.02 (median)', 'met' if t[1] <= 1.02 else 'NOT met',
+                             f'latency/static {fr(t)}',
+                             f'{abs(t[1] - 1.02) * 100:.1f} points {"within" if t[1] <= 1.02 else "above"} the target'])
+        if 'tbench' in d and 'latency' in d['tbench']:
+            t = mmm(self.ratios('tbench', 'latency'))
+            if t[1] is not None:
+                low = sum(1 for x in self.ratios('tbench', 'latency') if x < 1.0)
+                rows.append(['13: tbench latency at least 1.00 x the kernel default in every round',
+                             'met' if low == 0 else 'NOT met', f'throughput ratio {fr(t)}',
+                             f'{low} of {len(self.ratios("tbench", "latency"))} rounds below 1.00'])
+        for w, goal in (('pipe', 0.10), ('hb1p', 0.75), ('msg', 1.00)):
+            if w in d and 'latency' in d[w]:
+                t = mmm(self.ratios(w, 'latency'))
+                if t[1] is not None:
+                    st = mmm(self.ratios(w, 'static')) if 'static' in d[w] else (None, None, None)
+                    rows.append([f'14: {w} latency at most {goal:.2f} x the kernel default',
+                                 'met' if t[1] <= goal else 'NOT met',
+                                 f'ratio {fr(t)}' + (f'; static by hand {st[1]:.3f} (median)' if st[1] else ''),
+                                 f'{t[1] / goal:.2f} x the target (median)'])
+        tb = [(w, mmm(self.to_best(w, 'latency'))) for w in self.workloads if 'latency' in d[w]]
+        tb = [(w, t) for w, t in tb if t[1] is not None]
+        if tb:
+            bad = [(w, t) for w, t in tb if t[1] > 1.02]
+            rows.append(['14: every workload at most 1.02 x min(kernel default, static) in latency mode (median)',
+                         'met' if not bad else 'NOT met',
+                         '; '.join(f'{w} {t[1]:.3f}' for w, t in tb),
+                         f'{len(bad)} of {len(tb)} workloads above: ' + ', '.join(w for w, _ in bad) if bad else 'all within'])
+        return rows
+
     def targets(self):
-        self.w('## Targets of issue 6')
+        self.w('## Targets (issue 6; 12, 13, 14 as numbered)')
         self.w()
         rows = self.target_rows()
         if rows:
@@ -652,13 +726,16 @@ class Analysis:
             self.w()
         if real:
             rows = []
-            for (n, t), v in sorted(real.items()):
+            extra = [(f'{t:,} (10 busy)' if k == 'realbusy' else 'nothing opted in', v)
+                     for k in ('realbusy', 'realnone') for (n, t), v in sorted(self.cost.get(k, {}).items())]
+            for what, v in [(f'{t:,}', v) for (n, t), v in sorted(real.items())] + extra:
                 rounds = len(v['cpu_pct']) if isinstance(v.get('cpu_pct'), list) else 1
-                rows.append([f'{t:,}', spread(v.get('cpu_pct')), spread(v.get('cpu_us_tick')), spread(v.get('wall_us_tick')),
+                rows.append([what, spread(v.get('cpu_pct')), spread(v.get('cpu_us_tick')), spread(v.get('wall_us_tick')),
                              fmt(one(v.get('wall_us_tick_p90'))), fmt(one(v.get('wall_us_tick_max'))),
                              fmt(one(v.get('plain_ticks')), 0), fmt(one(v.get('window_s'))), rounds])
-            self.w(f'Real run on this host: N sleeping threads (`sleepers.c`, each wakes once a second) in an opted-in '
-                   f'cgroup, steerd mode latency, SamplePeriodMs={self.meta.get("period_ms", "100")}; CPU share = the '
+            self.w(f'Real run on this host: N sleeping threads (`sleepers.c`, each wakes once a second; "10 busy": '
+                   f'10 of them spin) in an opted-in cgroup, or nothing opted in at all, steerd mode latency, '
+                   f'SamplePeriodMs={self.meta.get("period_ms", "100")}; CPU share = the '
                    'daemon\'s CPU time (all threads, /proc/PID/task/*/schedstat) / wall time over the window.')
             self.w()
             self.table(['opted-in threads', 'steerd CPU % of one CPU', 'CPU us / tick', 'median tick, wall (us)',

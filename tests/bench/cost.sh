@@ -16,8 +16,8 @@
 # 4. A real run: N sleeping threads (sleepers.c) in an opted-in cgroup,
 #    steerd mode latency at SamplePeriodMs (100 ms) on this host: its CPU
 #    share (CPU time / wall) and tick times; REAL_REPS rounds of 0, 100,
-#    1,000, 10,000 threads (metrics named METRIC@ROUND in cost.csv). Two
-#    builds side by side, with 1,000 threads of which 10 spin:
+#    1,000, 10,000 threads, 1,000 of which 10 spin, and nothing opted in
+#    (metrics named METRIC@ROUND in cost.csv). Two builds side by side:
 #    tests/bench/cost-curve.sh.
 #
 # Results: OUTDIR/cost.csv (kind,cpus,threads,metric,value), logs in OUTDIR/logs/cost.
@@ -41,12 +41,12 @@ if [ "$QUICK" = 1 ]; then
         CPUS_SWEEP=(2 64 1024) THREADS_AT=1000
         THREADS_SWEEP=(100 1000 10000) PLAIN_ONLY=" 1024x10000 "
         CG_DUMPS=3 CG_TIMEOUT=60 PLAIN_SECONDS=3
-        REAL_THREADS=(0 1000) REAL_SECONDS=10 REAL_REPS=1
+        REAL_POINTS=(none 0:0 1000:0 1000:10) REAL_SECONDS=10 REAL_REPS=1
 else
         CPUS_SWEEP=(2 8 32 128 512 1024) THREADS_AT=1000
         THREADS_SWEEP=(100 1000 10000 50000) PLAIN_ONLY=
         CG_DUMPS=6 CG_TIMEOUT=240 PLAIN_SECONDS=6
-        REAL_THREADS=(0 100 1000 10000) REAL_SECONDS=10 REAL_REPS=3
+        REAL_POINTS=(none 0:0 100:0 1000:0 10000:0 1000:10) REAL_SECONDS=10 REAL_REPS=3
 fi
 
 # A synthetic hwloc topology of N CPUs: 16-CPU LLCs (8 cores x 2 SMT) in two
@@ -241,22 +241,35 @@ row meta 0 0 fixtures_seconds "$(($(date +%s) - T0))"
 # 4. the real thing: sleeping threads in an opted-in cgroup on this host
 cg_setup
 gcc -O2 -pthread -o "$W/sleepers" "$BENCH_DIR/sleepers.c"
+# A point is THREADS:BUSY (sleepers.c: BUSY of them spin) in the opted-in
+# cgroup /idle, or "none": nothing opted in (what steerd's tick costs by
+# itself). Kinds in cost.csv: real (all sleeping), realbusy, realnone.
 for rr in $(seq "$REAL_REPS"); do
-for t in "${REAL_THREADS[@]}"; do
-        d=$W/real-t$t-r$rr
+for p in "${REAL_POINTS[@]}"; do
+        t=${p%%:*} b=${p##*:} kind=real sp=
+        [ "$p" = none ] && t=0 b=0 kind=realnone
+        [ "$b" -gt 0 ] && kind=realbusy
+        d=$W/real-$p-r$rr
+        d=${d//:/-}
         mkdir -p "$d"
         cg_create idle
-        cg_exec idle "$W/sleepers" "$t" >"$d/sleepers.out" 2>&1 &
-        sp=$!
-        for i in $(seq 100); do grep -q ready "$d/sleepers.out" 2>/dev/null && break; sleep 0.1; done
-        conf "$d/steerd.conf" latency "$PERIOD" /idle
+        if [ "$kind" != realnone ]; then
+                cg_exec idle "$W/sleepers" "$t" "$b" >"$d/sleepers.out" 2>&1 &
+                sp=$!
+                for i in $(seq 100); do grep -q ready "$d/sleepers.out" 2>/dev/null && break; sleep 0.1; done
+                conf "$d/steerd.conf" latency "$PERIOD" /idle
+        else
+                printf '[Manager]\nMode=latency\nSamplePeriodMs=%s\n' "$PERIOD" >"$d/steerd.conf"
+        fi
         steerd_start "$d/steerd.conf" "$d/steerd.log"
         sleep 2
-        plain_window "$STEERD_PID" "$REAL_SECONDS" "$PERIOD" "$d" | awk -v r="$rr" '{print $1 "@" r, $2}' | rows real "$NCPU" "$t"
+        plain_window "$STEERD_PID" "$REAL_SECONDS" "$PERIOD" "$d" | awk -v r="$rr" '{print $1 "@" r, $2}' | rows "$kind" "$NCPU" "$t"
         steerd_stop
-        kill "$sp" 2>/dev/null || true
-        wait "$sp" 2>/dev/null || true
+        if [ -n "$sp" ]; then
+                kill "$sp" 2>/dev/null || true
+                wait "$sp" 2>/dev/null || true
+        fi
         cg_destroy idle
-        say "real: $t sleeping threads, round $rr: $(awk -F, -v t="$t" -v r="$rr" '$1=="real" && $3==t && ($4=="cpu_pct@" r || $4=="wall_us_tick@" r) {printf "%s %s  ", $4, $5}' "$CSV")"
+        say "real: $p, round $rr: $(awk -F, -v k="$kind" -v t="$t" -v r="$rr" '$1==k && $3==t && ($4=="cpu_pct@" r || $4=="wall_us_tick@" r) {printf "%s %s  ", $4, $5}' "$CSV")"
 done
 done

@@ -133,20 +133,35 @@ static int procs_update(CgroupCache *cc, const pid_t *tgids, size_t n) {
         return 0;
 }
 
+static bool same_procs(const CgroupCache *cc, const pid_t *tgids, size_t n) {
+        if (n != cc->n_procs)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (cc->procs[i].tgid != tgids[i])
+                        return false;
+        return true;
+}
+
 int members_refresh(Sampler *s, CgroupCache *cc) {
         _cleanup_(freep) pid_t *tids = NULL, *tgids = NULL;
         size_t n_tids, n_tgids;
         int r;
 
-        if (cc->members_valid && s->membership_events && cc->n_tids >= SAMPLER_MEMBERS_SMALL &&
-            s->n_samples - cc->members_read < SAMPLER_MEMBERS_EVERY)
+        bool heal = !cc->members_valid || !s->membership_events ||
+                    s->n_samples - cc->members_read >= SAMPLER_MEMBERS_EVERY;
+        if (!heal && cc->n_tids >= SAMPLER_MEMBERS_SMALL)
+                return 0;
+        /* The processes only matter where they stand in for the cgroup's own
+         * accounting; a file that cannot be read leaves the list as it was. */
+        bool have_procs = read_ids(s, cc->dir, "cgroup.procs", &tgids, &n_tgids) >= 0;
+        /* A small cgroup between heals: its processes say whether one moved
+         * in or out; the events cover its threads. */
+        if (!heal && have_procs && same_procs(cc, tgids, n_tgids))
                 return 0;
         r = read_ids(s, cc->dir, cc->v2 ? "cgroup.threads" : "tasks", &tids, &n_tids);
         if (r < 0)
                 return r;
-        /* The processes only matter where they stand in for the cgroup's own
-         * accounting; a file that cannot be read leaves the list as it was. */
-        if (read_ids(s, cc->dir, "cgroup.procs", &tgids, &n_tgids) >= 0) {
+        if (have_procs) {
                 r = procs_update(cc, tgids, n_tgids);
                 if (r < 0)
                         return r;

@@ -14,8 +14,10 @@
 typedef struct Sampler Sampler;
 
 /* /proc/<tid>/sched is the largest per-thread file and only feeds the
- * reported nr_migrations: it is read every this many samples. */
-#define SAMPLER_SCHED_FILE_EVERY 10
+ * reported nr_migrations (no decision reads it): it is read every this
+ * many samples (5 s at 100 ms; at 10 it was a tenth of steerd's CPU during
+ * hb4cg). */
+#define SAMPLER_SCHED_FILE_EVERY 50
 
 /* A thread that used less than this share of a CPU (run time and wait)
  * since its last read is read half as often, down to once every
@@ -38,9 +40,10 @@ typedef struct Sampler Sampler;
  * that exited while their cgroup was quiet). */
 #define SAMPLER_MEMBERS_EVERY 50u
 /* A task moved into a cgroup (echo PID > cgroup.procs: how a workload
- * starts in one) raises no event; a list this short is cheap to read, so a
- * cgroup with fewer members is read every sample and a workload started in
- * an empty cgroup is seen at once. */
+ * starts in one) raises no event; the process list of a cgroup with fewer
+ * members is cheap to read, so it is read every sample (the thread list
+ * too when a process came or went) and a workload started in an empty
+ * cgroup is seen at once. */
 #define SAMPLER_MEMBERS_SMALL 64u
 
 /* At most this many /proc descriptors kept open (two per thread). */
