@@ -991,8 +991,14 @@ static int live_teardown(void **state) {
                 rmdir_retry(l->v2dir);
                 free(l->v2dir);
         }
-        if (l->dir)
+        if (l->dir) {
+                char *inner = NULL; /* test_live_giveback_cut()'s, if it failed half way */
+                assert_true(asprintf(&inner, "%s/inner", l->dir) > 0);
+                if (access(inner, F_OK) == 0)
+                        rmdir_retry(inner);
+                free(inner);
                 rmdir_retry(l->dir);
+        }
         if (l->tmp)
                 test_rm_rf(l->tmp);
         rootdir_free(l->root);
@@ -1342,6 +1348,77 @@ static void test_live_crash_restore(void **state) {
         pin(t2, l->both);
 }
 
+/* Killed between a thread's give-back and its cgroup's: the thread's own
+ * mask had no room in the window, so its give-back leaves it on the window
+ * until the cgroup's CPUs are written. A successor must still know it as
+ * steerd's (t-kill, seed 11277: it was let go as someone else's, and the
+ * cgroup write then widened the operator's pin to all CPUs). The first
+ * kill is made by editing the state file as the kill leaves it; the second
+ * by a parent that refuses the successor's cgroup write. */
+static void test_live_giveback_cut(void **state) {
+        Live *l = *state;
+        LIVE_OR_SKIP(l);
+        ActuatorReport rep = {};
+        const Worker *w1 = &l->w[1];
+        char *name = NULL, *dir = NULL;
+
+        assert_true(asprintf(&name, "%s/inner", l->name) > 0);
+        assert_true(asprintf(&dir, "%s/inner", l->dir) > 0);
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                fail_msg("mkdir %s: %m", dir);
+        cg_write(dir, "cpuset.cpus", l->both);
+        char *mems = cg_read(l->dir, "cpuset.mems");
+        cg_write(dir, "cpuset.mems", mems);
+        free(mems);
+        move_to(dir, w1->tid);
+        pin(w1->tid, l->only0);
+        const char *names[] = {name};
+        CgroupLocation locs[] = {{.dir = dir, .v2 = false}};
+        assert_int_equal(actuator_set_cgroups(l->a, names, locs, 1), 0);
+        {
+                _cleanup_(snapshot_freep) Snapshot *snap = live_snapshot(l, name, dir, &w1, 1);
+                apply_one(l->a, snap, ACTION_SET_CGROUP_CPUS, name, 0, 0, l->only1, &rep);
+                assert_int_equal(rep.applied, 1);
+                actuator_report_done(&rep);
+        }
+        assert_mask(w1->tid, l->only1);
+
+        /* Killed after the write, before the record that follows it: the
+         * state file has the write-ahead (pending) and the mask before. */
+        actuator_free(l->a);
+        l->a = NULL;
+        json_object *j = json_object_from_file(l->state), *threads = NULL;
+        assert_non_null(j);
+        assert_true(json_object_object_get_ex(j, "threads", &threads));
+        assert_int_equal(json_object_array_length(threads), 1);
+        json_object *t = json_object_array_get_idx(threads, 0);
+        json_object_object_add(t, "pending", json_object_new_string(l->only1));
+        json_object_object_add(t, "last_set", json_object_new_string(l->only0));
+        assert_int_equal(json_object_to_file(l->state, j), 0);
+        json_object_put(j);
+
+        /* The successor is cut short too: its parent keeps only the window's
+         * CPU, so the cgroup's give-back fails after the thread's, and the
+         * records stay for the next one. */
+        cg_write(l->dir, "cpuset.cpus", l->only1);
+        assert_true(actuator_restore_predecessor(l->root, l->state, NULL) < 0);
+        assert_cg(dir, "cpuset.cpus", l->only1);
+        assert_mask(w1->tid, l->only1);
+        assert_true(exists(l->state));
+
+        cg_write(l->dir, "cpuset.cpus", l->both);
+        assert_int_equal(actuator_restore_predecessor(l->root, l->state, NULL), 0);
+        assert_false(exists(l->state));
+        assert_cg(dir, "cpuset.cpus", l->both);
+        assert_mask(w1->tid, l->only0); /* the operator's pin, as it was */
+
+        pin(w1->tid, l->both);
+        move_to(l->dir, w1->tid);
+        rmdir_retry(dir);
+        free(dir);
+        free(name);
+}
+
 static void test_live_thread_exits(void **state) {
         Live *l = *state;
         LIVE_OR_SKIP(l);
@@ -1579,6 +1656,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_live_operator_mask, live_setup, live_teardown),
                 cmocka_unit_test_setup_teardown(test_live_third_party, live_setup, live_teardown),
                 cmocka_unit_test_setup_teardown(test_live_crash_restore, live_setup, live_teardown),
+                cmocka_unit_test_setup_teardown(test_live_giveback_cut, live_setup, live_teardown),
                 cmocka_unit_test_setup_teardown(test_live_thread_exits, live_setup, live_teardown),
                 cmocka_unit_test_setup_teardown(test_live_cgroup_removed, live_setup, live_teardown),
                 cmocka_unit_test_setup_teardown(test_live_threads_backend, live_setup, live_teardown),

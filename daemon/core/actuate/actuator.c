@@ -505,13 +505,22 @@ static void restore_exact_again(const ActCtx *c, const char *cgroup, const Resto
  * recorded until then, with what the cgroup's give-back will make of it as
  * its intent: a kill in between leaves a successor a thread it still owns
  * (measured: without it, 8 of 10 kills in that gap left an operator's
- * taskset mask widened to the cgroup's CPUs, let go as someone else's). */
+ * taskset mask widened to the cgroup's CPUs, let go as someone else's).
+ * What the thread's give-back just set is steerd's last change: when its
+ * own mask had no room in the window, that is the window (a kill before
+ * the cgroup write leaves it so; t-kill seed 11277 let it go as someone
+ * else's while it was recorded as the mask before the window). */
 static void keep_for_exact(Actuator *a, pid_t tid, const ActCgroup *crec) {
+        _cleanup_cpuset_ CpuSet cur = NULL;
         ActThread *t = actuator_find_thread(a, tid);
         if (!t)
                 return;
         hwloc_bitmap_free(t->pending);
         t->pending = hwloc_bitmap_dup(crec->original);
+        if (thread_get_affinity(tid, &cur) >= 0) {
+                hwloc_bitmap_free(t->last_set);
+                t->last_set = TAKE_PTR(cur);
+        }
         a->dirty = true;
 }
 
