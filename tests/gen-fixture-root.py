@@ -57,6 +57,8 @@ def main():
     ap.add_argument('--schedstat', action='store_true', help='write /proc/schedstat (CONFIG_SCHEDSTATS)')
     ap.add_argument('--cpuacct', action='store_true',
                     help='cpuacct mounted with cpuset: /bench1 has cpuacct.usage (the sum of its threads)')
+    ap.add_argument('--wakeups', type=int, default=1,
+                    help='times each thread is scheduled in per second (schedstat pcount)')
     ap.add_argument('--procs', type=int, default=0,
                     help='the threads in this many processes (default: each thread its own)')
     args = ap.parse_args()
@@ -111,11 +113,12 @@ def main():
         write(args.root, f'{d}/stat', f'{tid} (worker {tid}) ' + ' '.join(fields) + '\n')
         exec_ns = 1_000_000 + k * thread_util_pct(tid) * NSEC * TICK_SECONDS // 100
         delay_ns = 2_000_000 + k * thread_wait_pct(tid) * NSEC * TICK_SECONDS // 100
-        write(args.root, f'{d}/schedstat', f'{exec_ns} {delay_ns} {k + 1}\n')
+        pcount = 1 + k * args.wakeups * TICK_SECONDS
+        write(args.root, f'{d}/schedstat', f'{exec_ns} {delay_ns} {pcount}\n')
         total_ns += exec_ns
         leader = tids[((tid - args.first_tid) // per_proc) * per_proc]
         leaders[leader] = leaders.get(leader, 0) + exec_ns
-        write(args.root, f'{d}/status', f'Name:\tworker\nTgid:\t{tid}\nPid:\t{tid}\n'
+        write(args.root, f'{d}/status', f'Name:\tworker\nTgid:\t{leader}\nPid:\t{tid}\n'
               f'Cpus_allowed_list:\t{allowed}\nMems_allowed_list:\t0\n')
         write(args.root, f'{d}/sched', f'worker ({tid}, #threads: 1)\n' + '-' * 67 + '\n'
               f'se.nr_migrations                             :                  {k * (tid % 3)}\n'

@@ -99,8 +99,13 @@ static Snapshot *make_snapshot(void) {
         assert_int_equal(cpuset_parse("1", &c->cpus), 0);
         c->n_threads = 1;
         c->threads = calloc(1, sizeof(ThreadSample));
-        c->threads[0] = (ThreadSample){
-                .tid = 4242, .starttime = 99, .cpu = 1, .util = 300, .wait = 12.5, .nr_migrations = 7};
+        c->threads[0] = (ThreadSample){.tid = 4242,
+                                       .tgid = 4200,
+                                       .starttime = 99,
+                                       .cpu = 1,
+                                       .util = 300,
+                                       .wait = 12.5,
+                                       .nr_migrations = 7};
         assert_int_equal(cpuset_parse("0-1", &c->threads[0].allowed), 0);
         return s;
 }
@@ -119,6 +124,7 @@ static void test_json_round_trip(void **state) {
         assert_true(fabs(back->cpus[0].util - 512.2) < 0.11);
         assert_string_equal(back->cgroups[0].path, "/bench \"1\"");
         assert_int_equal(back->cgroups[0].threads[0].tid, 4242);
+        assert_int_equal(back->cgroups[0].threads[0].tgid, 4200);
         assert_int_equal(back->cgroups[0].policy, CGROUP_POLICY_BALANCED);
         /* The DESIGN.md section 6 fields. */
         assert_non_null(strstr(a, "\"source\": { \"runnable\": \"threads\""));
@@ -151,6 +157,7 @@ static void test_json_malformed(void **state) {
                 {"\"runnable\": \"threads\"", "\"runnable\": \"magic\""},
                 {"\"policy\": \"balanced\"", "\"policy\": \"fast\""},
                 {"\"tid\": 4242", "\"tid\": -1"},
+                {"\"tgid\": 4200", "\"tgid\": 0"},
                 {"\"util\": 300.0", "\"util\": \"high\""},
                 {"\"cpu\": 4,", "\"cpu\": 0,"},
                 {"\"llc\": 0,", "\"llc\": 7,"},

@@ -313,8 +313,11 @@ static void test_mesh_not_pinned(void **unused) {
                 /* Each CPU quiet enough to pin any of them alone. */
                 topo_set_llc(s, 0, 10, 10);
                 size_t cg = topo_add_cgroup(s, "/msg", CGROUP_POLICY_LATENCY, NULL);
-                for (unsigned k = 0; k < MESH; k++)
-                        topo_add_thread(s, cg, 1000 + (pid_t) k, 3, (int) (k % 8), 2, 0)->wakeups = 5000;
+                for (unsigned k = 0; k < MESH; k++) {
+                        ThreadSample *t = topo_add_thread(s, cg, 1000 + (pid_t) k, 3, (int) (k % 8), 2, 0);
+                        t->wakeups = 5000;
+                        t->tgid = 1000; /* one process: still a mesh, not twenty pairs */
+                }
                 topo_finish(s);
                 _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
                 assert_int_equal(plan->n_actions, 0);
@@ -417,6 +420,118 @@ static void test_two_pairs_one_tick(void **unused) {
         }
 }
 
+/* Talkers of one cgroup in processes on four quiet CPUs: each thread
+ * {tid, tgid, cpu, wakeups, allowed (NULL: the cgroup's)}. */
+typedef struct Talker {
+        pid_t tid, tgid;
+        int cpu;
+        double wakeups;
+        const char *allowed;
+} Talker;
+
+static Plan *talkers_step(PolicyState *state, const Settings *st, unsigned i, const Talker *t, size_t n) {
+        _cleanup_(snapshot_freep) Snapshot *s = topo_new(1, 4, 1, i * TICK_US);
+        double on[4] = {};
+
+        size_t cg = topo_add_cgroup(s, "/pp", CGROUP_POLICY_LATENCY, NULL);
+        for (size_t k = 0; k < n; k++) {
+                ThreadSample *x = topo_add_thread(s, cg, t[k].tid, 7, t[k].cpu, 50, 0);
+                x->tgid = t[k].tgid;
+                x->wakeups = t[k].wakeups;
+                if (t[k].allowed) {
+                        hwloc_bitmap_free(x->allowed);
+                        x->allowed = topo_parse(t[k].allowed);
+                }
+                on[t[k].cpu] += 50;
+        }
+        for (unsigned c = 0; c < 4; c++)
+                topo_set_cpu(s, c, on[c], on[c]);
+        topo_finish(s);
+        Plan *plan = decide_checked(s, st, state);
+        dump_plan(plan, i);
+        return plan;
+}
+
+/* Two ping-pongs, each the two talking threads of its own process, in one
+ * cgroup: two pairs, each pinned together on its own CPU. When one pair
+ * stops talking it alone is released; the other holds. */
+static void test_two_processes_two_pairs(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        Talker apart4[] = {{200, 200, 0, 8000, NULL},
+                           {201, 200, 1, 8000, NULL},
+                           {300, 300, 2, 9000, NULL},
+                           {301, 300, 3, 9000, NULL}};
+        for (unsigned i = 0; i < st.sticky_ticks; i++) {
+                _cleanup_plan_ Plan *plan = talkers_step(state, &st, i, apart4, ELEMENTSOF(apart4));
+                if (i + 1 < st.sticky_ticks) {
+                        assert_int_equal(plan->n_actions, 0);
+                        continue;
+                }
+                assert_int_equal(plan->n_actions, 4);
+                assert_cpus(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/pp", 200), "0");
+                assert_cpus(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/pp", 201), "0");
+                assert_cpus(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/pp", 300), "2");
+                const Action *a = plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/pp", 301);
+                assert_cpus(a, "2");
+                assert_non_null(strstr(a->reason, "pair with tid 300"));
+        }
+        unsigned i = st.sticky_ticks;
+        Talker together4[] = {{200, 200, 0, 8000, "0"},
+                              {201, 200, 0, 8000, "0"},
+                              {300, 300, 2, 9000, "2"},
+                              {301, 300, 2, 9000, "2"}};
+        for (unsigned end = i + 2; i < end; i++) {
+                _cleanup_plan_ Plan *plan = talkers_step(state, &st, i, together4, ELEMENTSOF(together4));
+                assert_int_equal(plan->n_actions, 0);
+        }
+        together4[2].wakeups = together4[3].wakeups = 50;
+        _cleanup_plan_ Plan *plan = talkers_step(state, &st, i, together4, ELEMENTSOF(together4));
+        assert_int_equal(plan->n_actions, 2);
+        const Action *r = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/pp", 300);
+        assert_non_null(r);
+        assert_non_null(strstr(r->reason, "stopped talking"));
+        assert_non_null(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_STICKY, "/pp", 301));
+}
+
+/* Among more than two talkers only the two of one process pair: three of
+ * one process are a mesh, and talkers whose process is unknown (older
+ * recordings, a status that could not be read) pair with none. */
+static void test_pairs_only_within_a_process(void **unused) {
+        Settings st;
+
+        settings_latency(&st);
+        for (int unknown = 0; unknown <= 1; unknown++) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                pid_t q = unknown ? 0 : 300;
+                Talker t[] = {{200, 200, 0, 8000, NULL},
+                              {201, 200, 1, 8000, NULL},
+                              {202, 200, 1, 8000, NULL},
+                              {300, q, 2, 9000, NULL},
+                              {301, q, 3, 9000, NULL}};
+                size_t actions = 0;
+                assert_int_equal(policy_state_new(&state), 0);
+                for (unsigned i = 0; i < st.sticky_ticks; i++) {
+                        _cleanup_plan_ Plan *plan = talkers_step(state, &st, i, t, ELEMENTSOF(t));
+                        actions += plan->n_actions;
+                        for (pid_t tid = 200; tid <= 202; tid++)
+                                assert_null(plan_find_any(plan, "/pp", tid));
+                        if (i + 1 == st.sticky_ticks && !unknown) {
+                                assert_cpus(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY,
+                                                      "/pp", 300),
+                                            "2");
+                                assert_cpus(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY,
+                                                      "/pp", 301),
+                                            "2");
+                        }
+                }
+                assert_int_equal(actions, unknown ? 0 : 2);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pair_pinned_together),
@@ -431,6 +546,8 @@ int main(void) {
                 cmocka_unit_test(test_solo_pin_let_go_when_talking),
                 cmocka_unit_test(test_no_flapping_near_threshold),
                 cmocka_unit_test(test_two_pairs_one_tick),
+                cmocka_unit_test(test_two_processes_two_pairs),
+                cmocka_unit_test(test_pairs_only_within_a_process),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

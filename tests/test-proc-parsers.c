@@ -680,6 +680,30 @@ static void test_thread_sched(void **state) {
         }
 }
 
+static void test_thread_status_tgid(void **state) {
+        _cleanup_(freep) char *real = fixture("thread-status-6.18.txt");
+        _cleanup_(freep) char *missing = replace(real, "Tgid:", "Tgix:");
+        _cleanup_(freep) char *zero = replace(real, "Tgid:\t4642", "Tgid:\t0");
+        _cleanup_(freep) char *junk = replace(real, "Tgid:\t4642", "Tgid:\t4642x");
+        _cleanup_(freep) char *huge = replace(real, "Tgid:\t4642", "Tgid:\t99999999999");
+        unsigned el = LINE_UNSET;
+        pid_t tgid = 0;
+
+        assert_int_equal(thread_status_parse_tgid(real, "thread-status-6.18.txt", &tgid, &el), 0);
+        assert_int_equal(tgid, 4642);
+        assert_int_equal(el, LINE_UNSET);
+        assert_int_equal(thread_status_parse_tgid(missing, "status", &tgid, &el), -EBADMSG);
+        assert_int_equal(el, 0);
+        const char *bad[] = {zero, junk, huge};
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                tgid = 7;
+                el = LINE_UNSET;
+                assert_int_equal(thread_status_parse_tgid(bad[i], "status", &tgid, &el), -EBADMSG);
+                assert_int_equal(el, 4);
+                assert_int_equal(tgid, 7); /* untouched on failure */
+        }
+}
+
 static void test_thread_status(void **state) {
         _cleanup_(freep) char *real = fixture("thread-status-6.18.txt");
         _cleanup_(freep) char *missing = replace(real, "Cpus_allowed_list:", "Cpus_allowed_lisp:");
@@ -917,6 +941,7 @@ int main(void) {
                 cmocka_unit_test(test_thread_schedstat),
                 cmocka_unit_test(test_thread_sched),
                 cmocka_unit_test(test_thread_status),
+                cmocka_unit_test(test_thread_status_tgid),
                 cmocka_unit_test(test_sched_debug_real),
                 cmocka_unit_test(test_sched_debug_old),
                 cmocka_unit_test(test_sched_debug_ignores_noise),

@@ -608,6 +608,35 @@ static void test_layers_held(void **state) {
         trace_reset(&t);
 }
 
+/* Each thread's process, for pairs within a process: a leader's from the
+ * cgroup's process list, any other thread's from its status, and that only
+ * once it talks (scheduled in at least StickyPairWakeups times a second). */
+static void test_thread_process(void **state) {
+        Fixture *f = *state;
+        const pid_t second = FIRST_TID + N_THREADS / 2; /* the leader of the second process */
+        Snapshot *s = two_ticks(f, "--schedstat --procs 2", "--schedstat --procs 2");
+        const CgroupSample *c = &s->cgroups[0];
+
+        assert_int_equal(c->n_threads, N_THREADS);
+        for (size_t i = 0; i < c->n_threads; i++) {
+                pid_t tid = c->threads[i].tid;
+                bool leader = tid == FIRST_TID || tid == second;
+                assert_int_equal(c->threads[i].tgid, leader ? tid : 0);
+        }
+        snapshot_free(s);
+
+        gen(f, 2, "--schedstat --procs 2 --wakeups 5000");
+        assert_int_equal(sampler_sample(f->sampler, 3000000, &f->cg, 1, &s), 0);
+        c = &s->cgroups[0];
+        assert_int_equal(c->n_threads, N_THREADS);
+        for (size_t i = 0; i < c->n_threads; i++) {
+                pid_t tid = c->threads[i].tid;
+                assert_true(c->threads[i].wakeups >= f->settings.sticky_pair_wakeups);
+                assert_int_equal(c->threads[i].tgid, tid < second ? FIRST_TID : second);
+        }
+        snapshot_free(s);
+}
+
 /* A v1 cpuset without cpuacct: the cgroup layer is its processes' stat
  * (one file per process, not per thread). */
 static void test_layers_procs(void **state) {
@@ -904,6 +933,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_layers_quiet, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_held, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_procs, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_thread_process, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_small_moved_in, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_membership, setup, teardown),
                 cmocka_unit_test(test_live_kept_fds),

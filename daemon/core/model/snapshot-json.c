@@ -40,7 +40,8 @@ static json_object *thread_to_json(const ThreadSample *t) {
             json_add(o, "wait", json_double_1(t->wait)) < 0 ||
             json_add(o, "run_delay_ns", json_object_new_uint64(t->run_delay_ns)) < 0 ||
             json_add(o, "nr_migrations", json_object_new_uint64(t->nr_migrations)) < 0 ||
-            (t->wakeups >= 0 && json_add(o, "wakeups", json_double_1(t->wakeups)) < 0))
+            (t->wakeups >= 0 && json_add(o, "wakeups", json_double_1(t->wakeups)) < 0) ||
+            (t->tgid > 0 && json_add(o, "tgid", json_object_new_int64(t->tgid)) < 0))
                 return NULL;
         return TAKE_PTR(o);
 }
@@ -214,6 +215,10 @@ static int parse_thread(const Ctx *x, json_object *o, ThreadSample *t) {
         t->wakeups = -1;
         if (json_object_object_get_ex(o, "wakeups", &v) && get_double(x, o, "wakeups", &t->wakeups) < 0)
                 return -EBADMSG;
+        int tgid = 0;
+        if (json_object_object_get_ex(o, "tgid", &v) && get_int(x, o, "tgid", 1, INT32_MAX, &tgid) < 0)
+                return -EBADMSG;
+        t->tgid = tgid;
         return 0;
 }
 

@@ -57,6 +57,7 @@ typedef struct LlcSample {
 
 typedef struct ThreadSample {
         pid_t tid;
+        pid_t tgid;         /* its process; 0: unknown (read only for threads that talk) */
         uint64_t starttime; /* field 22 of stat, clock ticks since boot: (tid, starttime) is the identity */
         int cpu;            /* last CPU, field 39 of stat */
         CpuSet allowed;     /* the thread's current affinity */

@@ -8,14 +8,14 @@
  * two processes over a pipe lost 29%). So a thread that talks
  * (policy_thread_talks()) is never pinned alone. When exactly two threads of
  * a cgroup talk, about equally often (each hand-over wakes one of them),
- * they are the pair: both are pinned to the unit of the one whose unit is
- * quieter without them, if that unit's util without them is at most
- * StickyPairIdlePercent and their util fits it. Not StickyIdlePercent: a
- * ping-pong across two CPUs raises each CPU's util beyond its threads' own
+ * they are the pair (or two of one process, find_pairs()): both are pinned to the unit of the one whose unit
+ * is quieter without them, if that unit's util without them is at most StickyPairIdlePercent and their util
+ * fits it. Not StickyIdlePercent: a ping-pong across two CPUs raises each CPU's util beyond its threads' own
  * (measured here: CPUs at 650-750 with the two ends at 370-390 each, the
  * wakeups' cost on the CPUs that no thread's runtime holds), so a 5% gate
- * would never open for the pairs it is for. Three or more talkers are a mesh (hackbench, messaging):
- * they stay where the kernel puts them.
+ * would never open for the pairs it is for. More talkers pair only as the
+ * two of one process; the rest are a mesh (hackbench, messaging) that stays
+ * where the kernel puts it.
  *
  * Together the wakee waits for the waker to finish its hand-over, so the
  * pair's wait rises by design and judges nothing: the guard judges a pair
@@ -31,30 +31,67 @@ typedef struct Pair {
         ThreadState *a, *b; /* a: the lower tid */
 } Pair;
 
-/* Exactly two talkers, at matching rates. A quiet cgroup lists only the
- * threads steerd holds: it has no pair to find. */
-static bool find_pair(const PolicyCtx *ctx, const CgroupState *c, Pair *ret) {
-        ThreadState *talk[2];
-        size_t n = 0;
+static bool rates_match(const ThreadState *x, const ThreadState *y) {
+        double a = x->sample->wakeups, b = y->sample->wakeups;
+        return MIN(a, b) >= PAIR_RATE_MATCH * MAX(a, b);
+}
 
-        if (c->sample->threads_partial)
-                return false;
+static Pair make_pair(ThreadState *x, ThreadState *y) {
+        bool swap = y->tid < x->tid;
+        return (Pair){.a = swap ? y : x, .b = swap ? x : y};
+}
+
+static int cmp_by_process(const void *x, const void *y) {
+        const ThreadState *a = *(ThreadState *const *) x, *b = *(ThreadState *const *) y;
+        if (a->sample->tgid != b->sample->tgid)
+                return a->sample->tgid < b->sample->tgid ? -1 : 1;
+        return (a->tid > b->tid) - (a->tid < b->tid);
+}
+
+/* The pairs of a cgroup, into *ret (freed by the caller): its only two
+ * talkers at matching rates, whichever processes they are; or, among more
+ * talkers, the two of a process that has exactly two, at matching rates.
+ * Threads of one process are the cheap signal of who talks to whom (the
+ * kernel's cache-aware scheduling series groups by process, scx_lavd links
+ * waker and wakee only within one process): two ping-pongs in two
+ * processes are two pairs, three or more talkers of one process (hackbench,
+ * messaging) a mesh that stays where the kernel puts it, and talkers whose
+ * process is unknown pair with none. A quiet cgroup lists only the threads
+ * steerd holds: it has no pair to find. */
+static int find_pairs(const PolicyCtx *ctx, const CgroupState *c, Pair **ret, size_t *ret_n) {
+        _cleanup_(freep) ThreadState **talk = NULL;
+        _cleanup_(freep) Pair *pairs = NULL;
+        size_t n = 0, n_pairs = 0;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (c->sample->threads_partial || c->sample->n_threads < 2)
+                return 0;
+        talk = malloc(c->sample->n_threads * sizeof(ThreadState *));
+        if (!talk)
+                return -ENOMEM;
         for (size_t k = 0; k < c->sample->n_threads; k++) {
                 ThreadState *t = c->by_sample[k];
-                if (!t || !policy_thread_talks(ctx->settings, t->sample))
-                        continue;
-                if (n == 2)
-                        return false;
-                talk[n++] = t;
+                if (t && policy_thread_talks(ctx->settings, t->sample))
+                        talk[n++] = t;
         }
-        if (n != 2)
-                return false;
-        double x = talk[0]->sample->wakeups, y = talk[1]->sample->wakeups;
-        if (MIN(x, y) < PAIR_RATE_MATCH * MAX(x, y))
-                return false;
-        bool swap = talk[1]->tid < talk[0]->tid;
-        *ret = (Pair){.a = talk[swap], .b = talk[!swap]};
-        return true;
+        pairs = malloc(MAX(n / 2, (size_t) 1) * sizeof(Pair));
+        if (!pairs)
+                return -ENOMEM;
+        if (n == 2 && rates_match(talk[0], talk[1]))
+                pairs[n_pairs++] = make_pair(talk[0], talk[1]);
+        else if (n > 2) {
+                qsort(talk, n, sizeof(ThreadState *), cmp_by_process);
+                for (size_t i = 0, j; i < n; i = j) {
+                        for (j = i + 1; j < n && talk[j]->sample->tgid == talk[i]->sample->tgid; j++)
+                                ;
+                        if (talk[i]->sample->tgid > 0 && j - i == 2 && rates_match(talk[i], talk[i + 1]))
+                                pairs[n_pairs++] = make_pair(talk[i], talk[i + 1]);
+                }
+        }
+        *ret = TAKE_PTR(pairs);
+        *ret_n = n_pairs;
+        return 0;
 }
 
 typedef struct PairUnit {
@@ -168,6 +205,33 @@ static int pin_pair(PolicyCtx *ctx, CgroupState *c, const Pair *p, const PairUni
         return pins;
 }
 
+/* The pairs of one cgroup that are ready, pinned; taken gathers the units
+ * they took. */
+static int pin_cgroup_pairs(PolicyCtx *ctx, CgroupState *c, unsigned budget, CpuSet scratch[4], CpuSet taken,
+                            unsigned *pins) {
+        _cleanup_(freep) Pair *pairs = NULL;
+        size_t n_pairs;
+        int r;
+
+        r = find_pairs(ctx, c, &pairs, &n_pairs);
+        if (r < 0)
+                return r;
+        for (size_t k = 0; k < n_pairs; k++) {
+                PairUnit u;
+
+                if (!choose_unit(ctx, &pairs[k], taken, scratch[0], scratch[1], &u) ||
+                    !pair_ready(ctx, c, &pairs[k], &u) || *pins + 2 > budget)
+                        continue;
+                r = pin_pair(ctx, c, &pairs[k], &u, scratch[2], scratch[3]);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        hwloc_bitmap_or(taken, taken, u.cpus);
+                *pins += (unsigned) r;
+        }
+        return 0;
+}
+
 int policy_pair_pin(PolicyCtx *ctx, unsigned budget, unsigned *ret_pins) {
         _cleanup_cpuset_ CpuSet sa = hwloc_bitmap_alloc(), sb = hwloc_bitmap_alloc(),
                                 ma = hwloc_bitmap_alloc(), mb = hwloc_bitmap_alloc(),
@@ -177,22 +241,15 @@ int policy_pair_pin(PolicyCtx *ctx, unsigned budget, unsigned *ret_pins) {
 
         if (!sa || !sb || !ma || !mb || !taken)
                 return -ENOMEM;
+        CpuSet scratch[4] = {sa, sb, ma, mb};
         for (size_t i = 0; i < ctx->snap->n_cgroups && ctx->settings->sticky_pair_wakeups > 0; i++) {
                 CgroupState *c = ctx->by_sample[i];
-                PairUnit u;
-                Pair p;
 
-                if (!c || !policy_enabled(ctx->settings, c->sample->policy, ACTION_POLICY_STICKY) ||
-                    !find_pair(ctx, c, &p) || !choose_unit(ctx, &p, taken, sa, sb, &u))
+                if (!c || !policy_enabled(ctx->settings, c->sample->policy, ACTION_POLICY_STICKY))
                         continue;
-                if (!pair_ready(ctx, c, &p, &u) || pins + 2 > budget)
-                        continue;
-                r = pin_pair(ctx, c, &p, &u, ma, mb);
+                r = pin_cgroup_pairs(ctx, c, budget, scratch, taken, &pins);
                 if (r < 0)
                         return r;
-                if (r > 0)
-                        hwloc_bitmap_or(taken, taken, u.cpus);
-                pins += (unsigned) r;
         }
         *ret_pins = pins;
         return 0;

@@ -227,3 +227,26 @@ int thread_status_parse_cpus_allowed(const char *contents, const char *fname, Cp
 
         return proc_parse_error(reterr_line, fname, 0, "no Cpus_allowed_list line");
 }
+
+int thread_status_parse_tgid(const char *contents, const char *fname, pid_t *ret, unsigned *reterr_line) {
+        unsigned line = 0;
+
+        assert(contents);
+        assert(fname);
+        assert(ret);
+
+        FOREACH_LINE(p, eol, contents) {
+                uint64_t v;
+
+                line++;
+                const char *q = startswith_literal(p, "Tgid:");
+                if (!q)
+                        continue;
+                if (proc_next_u64(&q, &v) < 0 || v == 0 || v > INT32_MAX ||
+                    !proc_is_eol(*proc_skip_blanks(q)))
+                        return proc_parse_error(reterr_line, fname, line, "bad Tgid");
+                *ret = (pid_t) v;
+                return 0;
+        }
+        return proc_parse_error(reterr_line, fname, 0, "no Tgid line");
+}

@@ -54,3 +54,7 @@ int thread_sched_parse(const char *contents, const char *fname, ThreadSched *ret
  * The caller owns the set. */
 int thread_status_parse_cpus_allowed(const char *contents, const char *fname, CpuSet *ret,
                                      unsigned *reterr_line);
+
+/* status: the "Tgid:" line, the thread's process. Missing, not a number, or
+ * 0 is -EBADMSG. */
+int thread_status_parse_tgid(const char *contents, const char *fname, pid_t *ret, unsigned *reterr_line);

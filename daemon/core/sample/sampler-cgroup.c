@@ -136,10 +136,32 @@ static void thread_migrations(Sampler *s, ThreadPrev *tp, pid_t tid) {
         }
 }
 
+/* The process of a thread that talks, for pairs within one process
+ * (policy-pair.c). A cgroup lists tids; a leader is one of its processes at
+ * no cost, any other thread's status is read once in its life, and only
+ * once it talks: threads that do not talk never cost a read. */
+static pid_t thread_tgid(Sampler *s, const CgroupCache *cc, ThreadPrev *tp) {
+        _cleanup_(freep) char *status = NULL;
+        char path[96];
+
+        if (tp->tgid != 0)
+                return MAX(tp->tgid, 0);
+        if (cgroup_cache_has_proc(cc, tp->tid))
+                return tp->tgid = tp->tid;
+        if (s->settings.sticky_pair_wakeups <= 0 || tp->wakeups < s->settings.sticky_pair_wakeups)
+                return 0;
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int) tp->tid, (int) tp->tid);
+        if (sampler_read_file(s, path, &status) < 0 ||
+            thread_status_parse_tgid(status, DISPLAY(s, path), &tp->tgid, NULL) < 0)
+                tp->tgid = -1;
+        return MAX(tp->tgid, 0);
+}
+
 /* The thread's sample into c->threads; 0 too if it vanished meanwhile. */
-static int thread_to_sample(Sampler *s, ThreadPrev *tp, CgroupSample *c) {
+static int thread_to_sample(Sampler *s, const CgroupCache *cc, ThreadPrev *tp, CgroupSample *c) {
         ThreadSample ts = {
                 .tid = tp->tid,
+                .tgid = thread_tgid(s, cc, tp),
                 .starttime = tp->starttime,
                 .cpu = tp->processor,
                 .util = tp->util,
@@ -187,7 +209,7 @@ static int threads_all(Sampler *s, CgroupCache *cc, ThreadTable *scan, size_t n_
                 if (!tp)
                         continue;
                 cc->tids[kept++] = tid;
-                r = thread_to_sample(s, tp, c);
+                r = thread_to_sample(s, cc, tp, c);
                 if (r < 0)
                         break;
         }
@@ -257,7 +279,7 @@ static int threads_held(Sampler *s, const SamplerCgroup *sc, CgroupCache *cc, ui
                         return -ENOMEM;
                 }
                 free(one.items);
-                r = thread_to_sample(s, tp, c);
+                r = thread_to_sample(s, cc, tp, c);
                 if (r < 0)
                         return r;
         }

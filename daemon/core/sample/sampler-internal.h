@@ -33,6 +33,7 @@
  * against starttime so that a reused tid starts afresh. */
 typedef struct ThreadPrev {
         pid_t tid;
+        pid_t tgid; /* its process: 0 not known yet, -1 not readable (not tried again) */
         uint64_t starttime;
         uint64_t exec_ns, run_delay_ns;
         double util, wait; /* smoothed */
@@ -216,6 +217,8 @@ int parse_tid(const char *p, const char *eol, pid_t *ret);
  * when due: every sample without membership events, else every
  * SAMPLER_MEMBERS_EVERY samples. -ENOENT: the cgroup is gone. */
 int members_refresh(Sampler *s, CgroupCache *cc);
+/* Whether tgid is one of the cgroup's processes (cc->procs, sorted). */
+bool cgroup_cache_has_proc(const CgroupCache *cc, pid_t tgid);
 /* Insert into / remove from a sorted array; 1 if it changed. */
 int pid_array_insert(pid_t **a, size_t *n, size_t *alloc, pid_t v);
 bool pid_array_remove(pid_t *a, size_t *n, pid_t v);

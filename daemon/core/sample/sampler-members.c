@@ -212,7 +212,7 @@ void sampler_member_joined(Sampler *s, const char *dir, pid_t tid, pid_t tgid) {
         cc->n_procs++;
 }
 
-static bool has_proc(const CgroupCache *cc, pid_t tgid) {
+bool cgroup_cache_has_proc(const CgroupCache *cc, pid_t tgid) {
         size_t lo = 0, hi = cc->n_procs;
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
@@ -236,7 +236,7 @@ int sampler_member_cgroup(const Sampler *s, pid_t tid, pid_t tgid, pid_t parent_
                         continue;
                 }
                 bool thread = tid != tgid;
-                if (has_proc(cc, thread ? tgid : parent_tgid) ||
+                if (cgroup_cache_has_proc(cc, thread ? tgid : parent_tgid) ||
                     (thread && pid_array_has(cc->tids, cc->n_tids, tgid))) {
                         *ret_dir = cc->dir;
                         return 1;

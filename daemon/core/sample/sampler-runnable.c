@@ -54,6 +54,8 @@ static int scan_process(Sampler *s, ThreadTable *t, pid_t pid, uint64_t now_us, 
                                         now_us, &n);
                 if (r < 0)
                         return r;
+                if (n)
+                        n->tgid = pid;
                 (*scanned)++;
         }
         return 0;

@@ -294,6 +294,7 @@ static int thread_push_read(Sampler *s, ThreadTable *t, ThreadPrev *p, bool kept
                         thread_prev_move(n, p);
                 n->nr_migrations = p->nr_migrations;
                 n->have_migrations = p->have_migrations;
+                n->tgid = p->tgid;
                 thread_fold(s, n, p, now_us);
         }
         *ret = n;
