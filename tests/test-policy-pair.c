@@ -3,6 +3,7 @@
  * (daemon/core/policy/policy-pair.c, docs/POLICY.md). */
 
 #include "test-policy-util.h"
+#include "topology.h"
 
 #define A 100
 #define B 101
@@ -532,6 +533,148 @@ static void test_pairs_only_within_a_process(void **unused) {
         }
 }
 
+/* Real machines' topologies, two sockets with several LLCs each. */
+static const char *const real_topologies[] = {
+        /* tests/fixtures/topologies/synthetic-strings.tsv, epyc9654-2s-nps1-smt2 */
+        "pack:2 [numa] l3:12(size=32MiB) l2:8(size=1MiB) l1d:1(size=32KiB) core:1 pu:2(indexes=core)",
+        TEST_SHARED_DIR "/topologies/hwloc-Intel-SapphireRapids-2xXeonMax9460.xml",
+};
+
+/* An idle snapshot of the machine t. */
+static Snapshot *snapshot_of(const Topology *t, uint64_t time_us) {
+        Snapshot *s = calloc(1, sizeof(Snapshot));
+
+        assert_non_null(s);
+        s->time_us = time_us;
+        s->period_us = TICK_US;
+        s->source = RUNNABLE_SOURCE_SCHEDSTAT;
+        s->cpus = calloc(t->n_cpus, sizeof(CpuSample));
+        s->llcs = calloc(t->n_llcs, sizeof(LlcSample));
+        assert_non_null(s->cpus);
+        assert_non_null(s->llcs);
+        s->n_cpus = t->n_cpus;
+        s->n_llcs = t->n_llcs;
+        for (size_t i = 0; i < t->n_cpus; i++)
+                s->cpus[i] = (CpuSample){.cpu = t->cpus[i].cpu,
+                                         .llc = t->cpus[i].llc,
+                                         .core = t->cpus[i].core,
+                                         .online = t->cpus[i].online};
+        for (size_t l = 0; l < t->n_llcs; l++) {
+                s->llcs[l].id = (unsigned) l;
+                s->llcs[l].cpus = hwloc_bitmap_dup(t->llcs[l].cpus);
+                assert_non_null(s->llcs[l].cpus);
+        }
+        return s;
+}
+
+static int llc_of(const Topology *t, unsigned cpu) {
+        for (size_t i = 0; i < t->n_cpus; i++)
+                if (t->cpus[i].cpu == cpu)
+                        return t->cpus[i].llc;
+        fail_msg("no CPU %u", cpu);
+        return -1;
+}
+
+static int core_of(const Topology *t, unsigned cpu) {
+        for (size_t i = 0; i < t->n_cpus; i++)
+                if (t->cpus[i].cpu == cpu)
+                        return t->cpus[i].core;
+        fail_msg("no CPU %u", cpu);
+        return -1;
+}
+
+/* One tick on t: the pairs' ends (tids 500/501 of process 500, 600/601 of
+ * 600) on cpus[0..n_ends), each at util 100 with 50 of wakeup overhead on
+ * its CPU; busy_llc >= 0: every CPU of that LLC outside the first end's
+ * core at util 900. */
+static Plan *real_step(PolicyState *state, const Settings *st, const Topology *t, unsigned i,
+                       const unsigned *cpus, size_t n_ends, int busy_llc) {
+        _cleanup_(snapshot_freep) Snapshot *s = snapshot_of(t, i * TICK_US);
+        const pid_t tids[] = {500, 501, 600, 601};
+
+        for (size_t k = 0; k < s->n_cpus; k++)
+                if (busy_llc >= 0 && s->cpus[k].llc == busy_llc && s->cpus[k].online &&
+                    s->cpus[k].core != core_of(t, cpus[0]))
+                        s->cpus[k].util = s->cpus[k].runnable = 900;
+        size_t cg = topo_add_cgroup(s, "/pp", CGROUP_POLICY_LATENCY, NULL);
+        for (size_t k = 0; k < n_ends; k++) {
+                ThreadSample *x = topo_add_thread(s, cg, tids[k], 7, (int) cpus[k], 100, 0);
+                x->tgid = tids[k] / 100 * 100;
+                x->wakeups = 20000;
+                CpuSample *c = topo_cpu(s, cpus[k]);
+                c->util = c->runnable = 150;
+        }
+        topo_finish(s);
+        Plan *plan = decide_checked(s, st, state);
+        dump_plan(plan, i);
+        return plan;
+}
+
+/* Pins of the StickyTicks-th tick; fails unless both ends of each pair got
+ * one mask, within one LLC, and no two pairs the same CPUs. */
+static void assert_pairs_in_one_llc(const Topology *t, const Plan *plan, size_t n_pairs, CpuSet *ret) {
+        const pid_t tids[] = {500, 501, 600, 601};
+        assert_int_equal(plan->n_actions, 2 * n_pairs);
+        for (size_t p = 0; p < n_pairs; p++) {
+                const Action *a =
+                        plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/pp", tids[2 * p]);
+                const Action *b = plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/pp",
+                                            tids[2 * p + 1]);
+                assert_non_null(a);
+                assert_non_null(b);
+                assert_true(hwloc_bitmap_isequal(a->cpus, b->cpus));
+                int llc = llc_of(t, (unsigned) hwloc_bitmap_first(a->cpus));
+                assert_true(hwloc_bitmap_isincluded(a->cpus, t->llcs[llc].cpus));
+                ret[p] = a->cpus;
+        }
+        for (size_t p = 1; p < n_pairs; p++)
+                assert_false(hwloc_bitmap_intersects(ret[0], ret[p]));
+}
+
+/* On two-socket machines with many LLCs (EPYC 9654: 24 L3 of 8 cores;
+ * Sapphire Rapids: 2 L3 of 40 cores), two ping-pongs whose ends run in
+ * different LLCs, one even across sockets: each pair is pinned to one core
+ * of one LLC, the pairs to different cores. With the first end's LLC
+ * overloaded by other work (its own core quiet), the pair goes to its
+ * other end's LLC instead: never pulled into an overloaded LLC. */
+static void test_pairs_on_real_topologies(void **unused) {
+        Settings st;
+
+        settings_latency(&st);
+        for (size_t k = 0; k < ELEMENTSOF(real_topologies); k++) {
+                _cleanup_(topology_freep) Topology *t = NULL;
+                assert_int_equal(topology_load(NULL, real_topologies[k], &t), 0);
+                assert_true(t->n_llcs >= 2 && t->n_packages == 2);
+                size_t last = t->n_llcs - 1;
+                unsigned a1 = (unsigned) hwloc_bitmap_first(t->llcs[0].cpus);
+                unsigned b1 = (unsigned) hwloc_bitmap_first(t->llcs[last].cpus);
+                unsigned a2 = (unsigned) hwloc_bitmap_first(t->llcs[1].cpus);
+                int b2 = (int) a1;
+                while (core_of(t, (unsigned) b2) == core_of(t, a1))
+                        b2 = hwloc_bitmap_next(t->llcs[0].cpus, b2);
+                assert_true(b2 >= 0);
+                const unsigned ends[] = {a1, b1, a2, (unsigned) b2};
+
+                for (int busy = 0; busy <= 1; busy++) {
+                        _cleanup_policy_state_ PolicyState *state = NULL;
+                        size_t n_ends = busy ? 2 : 4;
+                        CpuSet masks[2] = {};
+                        assert_int_equal(policy_state_new(&state), 0);
+                        for (unsigned i = 0; i < st.sticky_ticks; i++) {
+                                _cleanup_plan_ Plan *plan =
+                                        real_step(state, &st, t, i, ends, n_ends, busy ? 0 : -1);
+                                if (i + 1 < st.sticky_ticks) {
+                                        assert_int_equal(plan->n_actions, 0);
+                                        continue;
+                                }
+                                assert_pairs_in_one_llc(t, plan, n_ends / 2, masks);
+                                int llc = llc_of(t, (unsigned) hwloc_bitmap_first(masks[0]));
+                                assert_int_equal(llc, busy ? (int) last : 0);
+                        }
+                }
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pair_pinned_together),
@@ -548,6 +691,7 @@ int main(void) {
                 cmocka_unit_test(test_two_pairs_one_tick),
                 cmocka_unit_test(test_two_processes_two_pairs),
                 cmocka_unit_test(test_pairs_only_within_a_process),
+                cmocka_unit_test(test_pairs_on_real_topologies),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

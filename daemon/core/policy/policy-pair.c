@@ -100,8 +100,28 @@ typedef struct PairUnit {
         double others, capacity;
 } PairUnit;
 
-/* The quieter of the two ends' units, without the pair's own util. A unit
- * that took a pair this tick takes no other: the snapshot does not show the
+/* Whether the LLC of unit is overloaded without the pair's own util: a pair
+ * is never pulled into an LLC that is overloaded already (the kernel
+ * series' limit: grouping stops where the preferred LLC is overloaded), but
+ * its own load, which goes where it goes, does not count. */
+static bool llc_overloaded_without(const PolicyCtx *ctx, const Pair *p, hwloc_const_bitmap_t unit) {
+        const CpuSample *cpu = snapshot_cpu(ctx->snap, (unsigned) hwloc_bitmap_first(unit));
+        double others, capacity;
+
+        if (!cpu || cpu->llc < 0 || (size_t) cpu->llc >= ctx->snap->n_llcs)
+                return false;
+        LlcSample l = ctx->snap->llcs[cpu->llc];
+        if (l.weight == 0)
+                return false;
+        policy_sticky_unit_load(ctx, l.cpus, p->a->sample, p->b->sample, &others, &capacity);
+        l.util = others / l.weight;
+        l.nr_idle_scan = sis_nr_idle_scan(l.util, l.weight, SIS_IMBALANCE_PCT);
+        return policy_llc_overloaded(&l);
+}
+
+/* The quieter of the two ends' units, without the pair's own util, in an
+ * LLC that is not overloaded without it. A unit that took a pair this tick
+ * takes no other: the snapshot does not show the
  * first one's load there yet (seen: two tbench pairs on two CPUs pinned in
  * one tick to the same CPU). */
 static bool choose_unit(const PolicyCtx *ctx, const Pair *p, hwloc_const_bitmap_t taken, CpuSet scratch_a,
@@ -110,9 +130,11 @@ static bool choose_unit(const PolicyCtx *ctx, const Pair *p, hwloc_const_bitmap_
         size_t n = 0;
 
         u[n].cpus = policy_sticky_unit(ctx, p->a->sample, scratch_a, &u[n].unit);
-        n += u[n].cpus && !hwloc_bitmap_intersects(u[n].cpus, taken);
+        n += u[n].cpus && !hwloc_bitmap_intersects(u[n].cpus, taken) &&
+             !llc_overloaded_without(ctx, p, u[n].cpus);
         u[n].cpus = policy_sticky_unit(ctx, p->b->sample, scratch_b, &u[n].unit);
-        n += u[n].cpus && !hwloc_bitmap_intersects(u[n].cpus, taken);
+        n += u[n].cpus && !hwloc_bitmap_intersects(u[n].cpus, taken) &&
+             !llc_overloaded_without(ctx, p, u[n].cpus);
         if (n == 0)
                 return false;
         for (size_t i = 0; i < n; i++)
