@@ -124,6 +124,14 @@ def main():
               f'se.nr_migrations                             :                  {k * (tid % 3)}\n'
               'nr_voluntary_switches                        :                    1\n'
               'nr_involuntary_switches                      :                    0\n')
+        if leader != tid:
+            # As /proc has it: a thread also under its process, /proc/TGID/task/TID.
+            link_dir = os.path.join(args.root, f'proc/{leader}/task/{tid}')
+            os.makedirs(link_dir, exist_ok=True)
+            for name in ('stat', 'schedstat', 'status', 'sched'):
+                dst = os.path.join(link_dir, name)
+                if not os.path.exists(dst):
+                    os.link(os.path.join(args.root, d.lstrip('/'), name), dst)
 
     cg = '/sys/fs/cgroup/cpuset'
     write(args.root, f'{cg}/cpuset.cpus', allowed + '\n')

@@ -608,6 +608,68 @@ static void test_layers_held(void **state) {
         trace_reset(&t);
 }
 
+/* A cgroup with one process: every thread is its, talking or not, known
+ * without a read; and each thread's files are opened under it,
+ * /proc/TGID/task/TID, not under /proc/TID (a wrapped host's stale
+ * dentries). */
+static void test_thread_process_one(void **state) {
+        Fixture *f = *state;
+        Trace t = {};
+        Snapshot *s = two_ticks(f, "--schedstat --procs 1", "--schedstat --procs 1");
+        const CgroupSample *c = &s->cgroups[0];
+
+        assert_int_equal(c->n_threads, N_THREADS);
+        for (size_t i = 0; i < c->n_threads; i++) {
+                assert_true(c->threads[i].wakeups < f->settings.sticky_pair_wakeups);
+                assert_int_equal(c->threads[i].tgid, FIRST_TID);
+        }
+        snapshot_free(s);
+
+        gen(f, 2, "--schedstat --procs 1");
+        s = traced_sample(f, &t, 3000000);
+        size_t under_tgid = traced(&t, "/proc/1000/task/", "/schedstat");
+        assert_true(under_tgid > 0);
+        assert_int_equal(traced(&t, "/proc/1", "/schedstat"), under_tgid);
+        snapshot_free(s);
+        trace_reset(&t);
+}
+
+/* A process list that missed a process (its events lost): the threads of
+ * the missing one are still read, under their own /proc/TID, and are not
+ * taken for the listed process's. Once they talk, their status says. */
+static void test_thread_process_stale(void **state) {
+        Fixture *f = *state;
+        const pid_t second = FIRST_TID + N_THREADS / 2;
+        const char *ticks[] = {"--schedstat --procs 2", "--schedstat --procs 2",
+                               "--schedstat --procs 2 --wakeups 5000"};
+        char path[PATH_MAX];
+        Snapshot *s = NULL;
+
+        snprintf(path, sizeof(path), "%s/sys/fs/cgroup/cpuset/bench1/cgroup.procs", f->dir);
+        for (unsigned k = 0; k < ELEMENTSOF(ticks); k++) {
+                gen(f, k, ticks[k]);
+                _cleanup_(fclosep) FILE *procs = fopen(path, "we");
+                assert_non_null(procs);
+                fprintf(procs, "%d\n", FIRST_TID); /* the second process is missing */
+                fclose(TAKE_PTR(procs));
+                if (k == 0) {
+                        assert_int_equal(sampler_new(f->root, f->topo, &f->settings, &f->sampler), 0);
+                        assert_int_equal(sampler_sample(f->sampler, 1000000, &f->cg, 1, &s), -EAGAIN);
+                        continue;
+                }
+                assert_int_equal(sampler_sample(f->sampler, (k + 1) * 1000000, &f->cg, 1, &s), 0);
+                const CgroupSample *c = &s->cgroups[0];
+                assert_int_equal(c->n_threads, N_THREADS);
+                for (size_t i = 0; i < c->n_threads; i++) {
+                        pid_t tid = c->threads[i].tid;
+                        pid_t want = tid < second ? FIRST_TID : k == 2 ? second : 0;
+                        assert_int_equal(c->threads[i].tgid, want);
+                }
+                snapshot_free(s);
+                s = NULL;
+        }
+}
+
 /* Each thread's process, for pairs within a process: a leader's from the
  * cgroup's process list, any other thread's from its status, and that only
  * once it talks (scheduled in at least StickyPairWakeups times a second). */
@@ -934,6 +996,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_layers_held, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_procs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_thread_process, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_thread_process_one, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_thread_process_stale, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_small_moved_in, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_membership, setup, teardown),
                 cmocka_unit_test(test_live_kept_fds),

@@ -202,20 +202,28 @@ static int read_kept(Sampler *s, const ThreadPrev *p, pid_t pid, pid_t tid, cons
 }
 
 /* Both files opened afresh, kept open in *ret_stat_fd and *ret_ss_fd when
- * keep is true. 1 with *st and *ss set, 0 to skip the thread, or -errno. */
-static int read_fresh(Sampler *s, pid_t pid, pid_t tid, bool keep, ThreadStat *st, ThreadSchedstat *ss,
+ * keep is true. 1 with *st and *ss set, 0 to skip the thread, or -errno.
+ * *pid is the process they were opened under: tid when the one given was
+ * not the thread's. */
+static int read_fresh(Sampler *s, pid_t *pid, pid_t tid, bool keep, ThreadStat *st, ThreadSchedstat *ss,
                       int *ret_stat_fd, int *ret_ss_fd) {
         char path[THREAD_PATH_MAX], stat_text[1024], ss_text[128];
         _cleanup_(closep) int stat_fd = -EBADF, ss_fd = -EBADF;
         int r;
 
-        thread_path(path, pid, tid, "stat");
+        thread_path(path, *pid, tid, "stat");
         r = open_thread_file(s, path, keep, stat_text, sizeof(stat_text), &stat_fd);
+        if (r == -ENOENT && *pid != tid) {
+                /* A process list out of date: the thread is not that process's. */
+                *pid = tid;
+                thread_path(path, *pid, tid, "stat");
+                r = open_thread_file(s, path, keep, stat_text, sizeof(stat_text), &stat_fd);
+        }
         if (r < 0)
                 return sampler_vanished(r) ? 0 : r;
         if (thread_stat_parse(stat_text, DISPLAY(s, path), st, NULL) < 0)
                 return 0;
-        thread_path(path, pid, tid, "schedstat");
+        thread_path(path, *pid, tid, "schedstat");
         r = open_thread_file(s, path, keep, ss_text, sizeof(ss_text), &ss_fd);
         if (r < 0)
                 return sampler_vanished(r) ? 0 : r;
@@ -333,9 +341,14 @@ int thread_cache_sample(Sampler *s, ThreadPrev *prev, size_t n_prev, ThreadTable
         if (kept)
                 r = read_kept(s, p, pid, tid, ss_text, &st, &ss);
         else
-                r = read_fresh(s, pid, tid, s->live && s->n_kept_fds + 2 <= s->max_kept_fds, &st, &ss,
+                r = read_fresh(s, &pid, tid, s->live && s->n_kept_fds + 2 <= s->max_kept_fds, &st, &ss,
                                &stat_fd, &ss_fd);
         if (r <= 0)
                 return r;
-        return thread_push_read(s, t, p, kept, tid, &st, &ss, &stat_fd, &ss_fd, now_us, ret);
+        r = thread_push_read(s, t, p, kept, tid, &st, &ss, &stat_fd, &ss_fd, now_us, ret);
+        /* Its files opened under another process's directory: the kernel
+         * says that process is the thread's. */
+        if (r >= 0 && !kept && pid != tid)
+                (*ret)->tgid = pid;
+        return r;
 }
