@@ -215,9 +215,8 @@ static int explain_sticky(Explanation *e, const Settings *st, const CgroupSample
                             talk, talk == 1 ? "" : "s", st->sticky_pair_wakeups,
                             talk == 2   ? "and these two are one if their rates match"
                             : talk == 1 ? "and its partner is not in this cgroup: not pinned"
-                                        : "and of more than two only the two of a process with two are a "
-                                          "pair, the rest "
-                                          "a mesh: not pinned",
+                                        : "and of more than two only the two of a process with two "
+                                          "are a pair, the rest a mesh: not pinned",
                             paired);
                 if (r < 0)
                         return r;

@@ -8,9 +8,11 @@
  * two processes over a pipe lost 29%). So a thread that talks
  * (policy_thread_talks()) is never pinned alone. When exactly two threads of
  * a cgroup talk, about equally often (each hand-over wakes one of them),
- * they are the pair (or two of one process, find_pairs()): both are pinned to the unit of the one whose unit
- * is quieter without them, if that unit's util without them is at most StickyPairIdlePercent and their util
- * fits it. Not StickyIdlePercent: a ping-pong across two CPUs raises each CPU's util beyond its threads' own
+ * they are the pair (or two of one process, find_pairs()): both are
+ * pinned to the unit of the one whose unit is quieter without them, if that
+ * unit's util without them is at most StickyPairIdlePercent and their util
+ * fits it. Not StickyIdlePercent: a ping-pong across two CPUs raises each
+ * CPU's util beyond its threads' own
  * (measured here: CPUs at 650-750 with the two ends at 370-390 each, the
  * wakeups' cost on the CPUs that no thread's runtime holds), so a 5% gate
  * would never open for the pairs it is for. More talkers pair only as the
@@ -121,9 +123,8 @@ static bool llc_overloaded_without(const PolicyCtx *ctx, const Pair *p, hwloc_co
 
 /* The quieter of the two ends' units, without the pair's own util, in an
  * LLC that is not overloaded without it. A unit that took a pair this tick
- * takes no other: the snapshot does not show the
- * first one's load there yet (seen: two tbench pairs on two CPUs pinned in
- * one tick to the same CPU). */
+ * takes no other: the snapshot does not show the first one's load there yet
+ * (seen: two tbench pairs on two CPUs pinned in one tick to the same CPU). */
 static bool choose_unit(const PolicyCtx *ctx, const Pair *p, hwloc_const_bitmap_t taken, CpuSet scratch_a,
                         CpuSet scratch_b, PairUnit *ret) {
         PairUnit u[2] = {};
