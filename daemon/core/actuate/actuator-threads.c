@@ -395,6 +395,13 @@ static void thread_action_applied(ActCtx *c, const OptedIn *cg, const Action *ac
                            cpuset_to_string(t->last_set, b2, sizeof(b2)),
                            action_policy_to_string(act->policy), action_kind_to_string(act->kind),
                            act->reason ?: "");
+                /* A mask of its own inside the cgroup's window stays recorded
+                 * until the window goes: a pre-6.2 kernel resets every
+                 * thread's mask when the cpuset widens, and only a record
+                 * sets it back (the guest check saw the operator's 0-3
+                 * become 0-7 after a pin given back within the window). */
+                if (crec && crec->window && !t->original_full)
+                        return;
                 actuator_forget_thread(c->a, p->tid);
                 return;
         }
