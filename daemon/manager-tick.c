@@ -306,6 +306,7 @@ static int tick(Manager *m, uint64_t now_us) {
          * task of the host, that read is most of an idle steerd's cost. */
         sampler_set_runnable_needed(m->sampler,
                                     m->topo->n_llcs >= 2 && (t.n > 0 || m->mode == MODE_OBSERVE));
+        sampler_set_wake_wanted(m->sampler, m->mode == MODE_LATENCY || m->mode == MODE_OBSERVE);
         r = sample_snapshot(m->sampler, now_us, t.cgs, t.n, &snap);
         if (r == -EAGAIN)
                 return 0;

@@ -670,6 +670,34 @@ static void test_thread_process_stale(void **state) {
         }
 }
 
+/* Who wakes whom is observed where three or more threads of a latency
+ * cgroup talk; on a fixture root (no tracefs, and not this host's) it is
+ * unavailable: the sampler says why, once, and goes on without partners. */
+static void test_wake_unavailable(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = two_ticks(f, "--schedstat --procs 2", "--schedstat --procs 2");
+
+        assert_string_equal(sampler_wake_status(f->sampler), "idle"); /* nobody talks: not tried */
+        snapshot_free(s);
+        for (unsigned k = 2; k < 4; k++) {
+                gen(f, k, "--schedstat --procs 2 --wakeups 5000");
+                assert_int_equal(sampler_sample(f->sampler, (k + 1) * 1000000, &f->cg, 1, &s), 0);
+                const CgroupSample *c = &s->cgroups[0];
+                assert_int_equal(c->n_threads, N_THREADS);
+                for (size_t i = 0; i < c->n_threads; i++)
+                        assert_int_equal(c->threads[i].n_partners, 0);
+                assert_non_null(strstr(sampler_wake_status(f->sampler), "unavailable: no tracefs"));
+                snapshot_free(s);
+        }
+        /* Off, it is not even tried */
+        sampler_set_settings(f->sampler, &f->settings);
+        sampler_set_wake_wanted(f->sampler, false);
+        gen(f, 4, "--schedstat --procs 2 --wakeups 5000");
+        assert_int_equal(sampler_sample(f->sampler, 5000000, &f->cg, 1, &s), 0);
+        assert_string_equal(sampler_wake_status(f->sampler), "idle");
+        snapshot_free(s);
+}
+
 /* Each thread's process, for pairs within a process: a leader's from the
  * cgroup's process list, any other thread's from its status, and that only
  * once it talks (scheduled in at least StickyPairWakeups times a second). */
@@ -997,6 +1025,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_layers_procs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_thread_process, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_thread_process_one, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_wake_unavailable, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_thread_process_stale, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_small_moved_in, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_membership, setup, teardown),

@@ -60,6 +60,9 @@ typedef struct Settings {
         double sticky_pair_wakeups;      /* StickyPairWakeups=, 1000 per second: a thread scheduled in
                                           * this often for short runs talks, and is pinned only
                                           * together with its partner; 0: every thread alone */
+        bool wake_groups;                /* WakeGroups=, yes: sample who wakes whom (sched_waking
+                                          * through perf) in cgroups with three or more talkers, and
+                                          * place the groups that talk among themselves */
         unsigned imbalance_percent;      /* 117 */
         unsigned max_moves_per_tick;     /* 4 */
         uint64_t min_residency_ms;       /* 1000 */

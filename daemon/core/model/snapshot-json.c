@@ -30,6 +30,19 @@ static json_object *llc_to_json(const LlcSample *l) {
         return TAKE_PTR(o);
 }
 
+static json_object *partners_to_json(const ThreadSample *t) {
+        _cleanup_(json_object_putp) json_object *a = json_object_new_array();
+        for (unsigned i = 0; a && i < t->n_partners; i++) {
+                _cleanup_(json_object_putp) json_object *p = json_object_new_object();
+                if (!p || json_add(p, "tid", json_object_new_int64(t->partners[i].tid)) < 0 ||
+                    json_add(p, "rate", json_double_1(t->partners[i].rate)) < 0 ||
+                    json_object_array_add(a, p) < 0)
+                        return NULL;
+                TAKE_PTR(p);
+        }
+        return TAKE_PTR(a);
+}
+
 static json_object *thread_to_json(const ThreadSample *t) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
         if (!o || json_add(o, "tid", json_object_new_int64(t->tid)) < 0 ||
@@ -41,7 +54,8 @@ static json_object *thread_to_json(const ThreadSample *t) {
             json_add(o, "run_delay_ns", json_object_new_uint64(t->run_delay_ns)) < 0 ||
             json_add(o, "nr_migrations", json_object_new_uint64(t->nr_migrations)) < 0 ||
             (t->wakeups >= 0 && json_add(o, "wakeups", json_double_1(t->wakeups)) < 0) ||
-            (t->tgid > 0 && json_add(o, "tgid", json_object_new_int64(t->tgid)) < 0))
+            (t->tgid > 0 && json_add(o, "tgid", json_object_new_int64(t->tgid)) < 0) ||
+            (t->n_partners > 0 && json_add(o, "partners", partners_to_json(t)) < 0))
                 return NULL;
         return TAKE_PTR(o);
 }
@@ -198,6 +212,32 @@ static int array(const Ctx *x, json_object *o, const char *key, json_object **re
         return 0;
 }
 
+/* Optional: recordings from before who wakes whom was sampled lack it. */
+static int parse_partners(const Ctx *x, json_object *o, ThreadSample *t) {
+        json_object *a = NULL;
+        size_t n;
+
+        if (!json_object_object_get_ex(o, "partners", NULL))
+                return 0;
+        if (array(x, o, "partners", &a, &n) < 0)
+                return -EBADMSG;
+        if (n > SNAPSHOT_MAX_PARTNERS)
+                return log_parse_error(x->file, x->line, "field \"partners\" has more than %d entries",
+                                       SNAPSHOT_MAX_PARTNERS);
+        for (size_t i = 0; i < n; i++) {
+                json_object *p = json_object_array_get_idx(a, i);
+                int tid = 0;
+                if (!json_object_is_type(p, json_type_object))
+                        return log_parse_error(x->file, x->line, "field \"partners\" holds a non-object");
+                if (get_int(x, p, "tid", 1, INT32_MAX, &tid) < 0 ||
+                    get_double(x, p, "rate", &t->partners[i].rate) < 0)
+                        return -EBADMSG;
+                t->partners[i].tid = tid;
+        }
+        t->n_partners = (unsigned) n;
+        return 0;
+}
+
 static int parse_thread(const Ctx *x, json_object *o, ThreadSample *t) {
         int tid = 0;
         if (get_int(x, o, "tid", 1, INT32_MAX, &tid) < 0 || get_u64(x, o, "starttime", &t->starttime) < 0 ||
@@ -219,7 +259,7 @@ static int parse_thread(const Ctx *x, json_object *o, ThreadSample *t) {
         if (json_object_object_get_ex(o, "tgid", &v) && get_int(x, o, "tgid", 1, INT32_MAX, &tgid) < 0)
                 return -EBADMSG;
         t->tgid = tgid;
-        return 0;
+        return parse_partners(x, o, t);
 }
 
 static int parse_cgroup(const Ctx *x, json_object *o, CgroupSample *c) {

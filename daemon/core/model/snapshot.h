@@ -55,6 +55,14 @@ typedef struct LlcSample {
         bool overloaded;       /* output only: policy_mark_overloaded() sets it, the policy never reads it */
 } LlcSample;
 
+/* Who a thread talks to (sampled sched_waking, both directions counted):
+ * its busiest partners, most first. */
+#define SNAPSHOT_MAX_PARTNERS 4
+typedef struct WakePartner {
+        pid_t tid;
+        double rate; /* wakeups per second between the two, estimated from the samples */
+} WakePartner;
+
 typedef struct ThreadSample {
         pid_t tid;
         pid_t tgid;         /* its process; 0: unknown (read only for threads that talk) */
@@ -67,6 +75,8 @@ typedef struct ThreadSample {
         uint64_t nr_migrations; /* from /proc/<pid>/task/<tid>/sched; 0 if absent */
         double wakeups;         /* times scheduled in per second (schedstat pcount), smoothed; < 0:
                                  * unknown (recordings from before it was sampled) */
+        WakePartner partners[SNAPSHOT_MAX_PARTNERS]; /* from the last observation of who wakes whom */
+        unsigned n_partners;
 } ThreadSample;
 
 typedef struct CgroupSample {

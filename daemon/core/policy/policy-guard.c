@@ -94,8 +94,9 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
 
         *ret = NULL;
         if (e->by_progress)
-                return judge_progress(ctx, e, cgroup_wide ? action_policy_to_string(p) : "sticky pair", wait,
-                                      wait_limit, ret, ret_verdict);
+                return judge_progress(ctx, e,
+                                      cgroup_wide ? action_policy_to_string(p) : "sticky pair or group",
+                                      wait, wait_limit, ret, ret_verdict);
         *ret_verdict = (Verdict){.outcome = VERDICT_KEPT,
                                  .at_us = ctx->now_us,
                                  .before = e->before_wait,
@@ -177,7 +178,9 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
                 e->sum_util += t ? t->sample->util : policy_cgroup_util(c->sample);
                 e->sum_pressure += c->sample->pressure_some_avg10;
                 if (e->by_progress)
-                        e->sum_progress += t ? policy_pair_progress(c, t) : policy_cgroup_wakeups(c->sample);
+                        e->sum_progress += !t                        ? policy_cgroup_wakeups(c->sample)
+                                           : t->group_lead == t->tid ? policy_group_progress(c, t)
+                                                                     : policy_pair_progress(c, t);
                 e->n_samples++;
         }
         if (ctx->now_us < e->end_us || e->n_samples == 0)

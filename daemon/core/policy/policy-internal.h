@@ -87,6 +87,13 @@ typedef struct ThreadState {
         uint64_t pair_starttime;
         pid_t pair_seen_tid;
         unsigned pair_streak;
+        /* A group pin (policy-group.c): the group's lead (lowest tid; the
+         * lead's own tid on the lead), 0: none. On a candidate group's lead:
+         * its size as last seen and for how many ticks in a row. */
+        pid_t group_lead;
+        uint64_t group_lead_starttime;
+        size_t group_seen_n;
+        unsigned group_streak;
 
         /* Valid during one policy_decide() only. */
         const ThreadSample *sample;
@@ -251,6 +258,27 @@ double policy_cgroup_progress(const Settings *st, const CgroupSample *cg);
 double policy_cgroup_util(const CgroupSample *cg);
 /* Σ wakeups per second of a cgroup's threads (unknown counts as 0). */
 double policy_cgroup_wakeups(const CgroupSample *cg);
+
+/* policy-group.c */
+/* Threads of a cgroup that talk among themselves (who wakes whom). */
+typedef struct ThreadGroup {
+        ThreadState **members; /* sorted by tid: members[0] is the lead */
+        size_t n;
+        double util, wakeups; /* Σ of its members */
+} ThreadGroup;
+/* The groups of two or more talkers of a cgroup, by who wakes whom; none
+ * where the snapshot has no partners. */
+int policy_groups_find(const PolicyCtx *ctx, const CgroupState *c, ThreadGroup **ret, size_t *ret_n);
+void policy_groups_free(ThreadGroup *g, size_t n);
+/* Whether the snapshot says who wakes whom in this cgroup. */
+bool policy_cgroup_has_partners(const CgroupState *c);
+/* The group's wakeups per second (its pinned members'), the guard's
+ * progress signal, on its lead. */
+double policy_group_progress(const CgroupState *c, const ThreadState *lead);
+
+/* policy-group-place.c */
+int policy_group_pin(PolicyCtx *ctx, unsigned budget, unsigned *ret_pins);
+int policy_group_release(PolicyCtx *ctx);
 
 /* policy-predicates.c */
 /* Which policies a cgroup gets under the mode: a cgroup's policy narrows the

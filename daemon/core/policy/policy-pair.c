@@ -50,6 +50,29 @@ static int cmp_by_process(const void *x, const void *y) {
         return (a->tid > b->tid) - (a->tid < b->tid);
 }
 
+/* Where the snapshot says who wakes whom, a pair is a group of two
+ * (policy-group.c) at matching rates: two ping-pongs of one process are
+ * two pairs, and two talkers that never wake each other none. */
+static int pairs_by_partners(const PolicyCtx *ctx, const CgroupState *c, Pair **ret, size_t *ret_n) {
+        ThreadGroup *g = NULL;
+        size_t n = 0, n_pairs = 0;
+        Pair *pairs = NULL;
+        int r;
+
+        r = policy_groups_find(ctx, c, &g, &n);
+        if (r >= 0 && !(pairs = malloc(MAX(n, (size_t) 1) * sizeof(Pair))))
+                r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                if (g[i].n == 2 && rates_match(g[i].members[0], g[i].members[1]))
+                        pairs[n_pairs++] = make_pair(g[i].members[0], g[i].members[1]);
+        policy_groups_free(g, n);
+        if (r < 0)
+                return r;
+        *ret = pairs;
+        *ret_n = n_pairs;
+        return 0;
+}
+
 /* The pairs of a cgroup, into *ret (freed by the caller): its only two
  * talkers at matching rates, whichever processes they are; or, among more
  * talkers, the two of a process that has exactly two, at matching rates.
@@ -80,6 +103,8 @@ static int find_pairs(const PolicyCtx *ctx, const CgroupState *c, Pair **ret, si
         pairs = malloc(MAX(n / 2, (size_t) 1) * sizeof(Pair));
         if (!pairs)
                 return -ENOMEM;
+        if (policy_cgroup_has_partners(c))
+                return pairs_by_partners(ctx, c, ret, ret_n);
         if (n == 2 && rates_match(talk[0], talk[1]))
                 pairs[n_pairs++] = make_pair(talk[0], talk[1]);
         else if (n > 2) {

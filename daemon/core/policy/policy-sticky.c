@@ -26,8 +26,9 @@ int policy_sticky_release(PolicyCtx *ctx) {
                         char buf[CPUSET_STRLEN], reason[512];
                         double others, capacity;
 
-                        /* A pair's pin is released with its partner (policy-pair.c). */
-                        if (!t || t->acted || !t->pin.mask || t->pair_tid)
+                        /* A pair's pin is released with its partner (policy-pair.c),
+                         * a group's with its group (policy-group-place.c). */
+                        if (!t || t->acted || !t->pin.mask || t->pair_tid || t->group_lead)
                                 continue;
 
                         hwloc_const_bitmap_t unit = policy_pin_unit(ctx, t, scratch);
@@ -145,6 +146,7 @@ static int pin_one(PolicyCtx *ctx, const Candidate *k, CpuSet scratch, CpuSet ma
                 t->pin_unit = u;
                 t->pin_unit_cpu = st->sticky_scope == STICKY_SCOPE_CPU;
                 t->pair_tid = 0;
+                t->group_lead = 0;
         }
         return r;
 }
@@ -214,8 +216,15 @@ int policy_sticky_pin(PolicyCtx *ctx) {
 
         if (!scratch || !mask)
                 return -ENOMEM;
-        /* Pairs first: each of them is a pin that pays on two threads. */
+        /* Groups and pairs first: each is a pin that pays on all its
+         * threads. A group is placed whole: one may take the tick's budget
+         * (hackbench's groups are 40 threads). */
         size_t budget = MAX(ctx->settings->sticky_max_pins, 1u);
+        unsigned group_pins = 0;
+        r = policy_group_pin(ctx, (unsigned) budget, &group_pins);
+        if (r < 0)
+                return r;
+        budget -= MIN((size_t) group_pins, budget);
         r = policy_pair_pin(ctx, (unsigned) budget, &pair_pins);
         if (r < 0)
                 return r;

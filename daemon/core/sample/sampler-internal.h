@@ -9,6 +9,8 @@
  *                       this tick's counters
  *   sampler-cgroup.c    an opted-in cgroup: its layers (usage, membership,
  *                       threads), CPUs, pressure; whether it is quiet
+ *   sampler-wake.c      who wakes whom: when to observe, the samples into
+ *                       each thread's partners (wake-events.c reads them)
  *   sampler-usage.c     the cgroup layer: its CPU use (cpu.stat,
  *                       cpuacct.usage, else its processes' stat)
  *   sampler-members.c   the membership layer: task lists when due, the
@@ -28,6 +30,7 @@
 #include "proc-schedstat.h"
 #include "proc-stat.h"
 #include "sampler.h"
+#include "wake-events.h"
 
 /* What we remember of a thread between two ticks, keyed by tid and checked
  * against starttime so that a reused tid starts afresh. */
@@ -109,6 +112,18 @@ typedef struct CpuState {
         bool primed;           /* smoothed values hold data */
 } CpuState;
 
+/* One sampled wakeup between two members of one cgroup, a < b. */
+typedef struct WakeEdge {
+        pid_t a, b;
+} WakeEdge;
+
+/* A thread's busiest partners from the last observation. */
+typedef struct ThreadPartners {
+        pid_t tid;
+        unsigned n;
+        WakePartner p[SNAPSHOT_MAX_PARTNERS];
+} ThreadPartners;
+
 struct Sampler {
         const RootDir *root;
         const Topology *topo;
@@ -138,6 +153,18 @@ struct Sampler {
         unsigned debugfs_failures; /* malformed reads in a row */
         uint64_t self_ns;          /* steerd's CPU time at the last sample */
         int stat_fd, psi_fd;       /* /proc/stat, /proc/pressure/cpu kept open */
+
+        /* Who wakes whom (sampler-wake.c). */
+        WakeEvents *wake;                 /* open during an observation */
+        uint64_t wake_start_us;           /* the observation began */
+        uint64_t wake_next_us;            /* no observation before */
+        WakeEdge *wake_edges;             /* this observation's samples */
+        size_t n_wake_edges, alloc_wake_edges;
+        ThreadPartners *partners;         /* the last observation's, by tid */
+        size_t n_partners;
+        bool wake_wanted;                 /* the mode may place groups (default: yes) */
+        bool wake_off;                    /* not available: said once, not tried again until a reload */
+        char wake_status[320];
 };
 
 static inline int sampler_read_file(const Sampler *s, const char *path, char **ret) {
@@ -238,3 +265,10 @@ int cpu_read_psi(Sampler *s, Snapshot *snap);
 /* sampler-llc.c */
 
 int llc_samples_build(const Topology *topo, Snapshot *snap);
+
+/* sampler-wake.c */
+
+/* Drains or starts an observation of who wakes whom and puts each thread's
+ * partners into snap. */
+int sampler_wake_sample(Sampler *s, uint64_t now_us, Snapshot *snap);
+void sampler_wake_done(Sampler *s);

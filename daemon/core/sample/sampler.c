@@ -19,6 +19,7 @@ int sampler_new(const RootDir *root, const Topology *topo, const Settings *setti
         s->source = runnable_probe_source(root);
         s->live = streq(root->path, "/");
         s->runnable_needed = true;
+        s->wake_wanted = true;
         s->stat_fd = s->psi_fd = -EBADF;
         s->clock_ticks = sysconf(_SC_CLK_TCK);
         if (s->clock_ticks <= 0)
@@ -48,12 +49,14 @@ Sampler *sampler_free(Sampler *s) {
         free(s->cgroups);
         closep(&s->stat_fd);
         closep(&s->psi_fd);
+        sampler_wake_done(s);
         free(s);
         return NULL;
 }
 
 void sampler_set_settings(Sampler *s, const Settings *settings) {
         s->settings = *settings;
+        s->wake_off = false; /* a reload tries again (tracefs mounted since, say) */
 }
 
 void sampler_reread_threads(Sampler *s) {
@@ -159,6 +162,8 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
                 r = cpu_read_psi(s, snap);
         if (r >= 0)
                 r = cgroups_sample(s, cgroups, n_cgroups, &t, n_scanned, now_us, online, snap);
+        if (r >= 0 && s->have_prev)
+                r = sampler_wake_sample(s, now_us, snap);
         if (r < 0)
                 goto fail;
 

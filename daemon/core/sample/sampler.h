@@ -52,6 +52,13 @@ typedef struct Sampler Sampler;
 /* Malformed sched/debug reads in a row before the sampler stops using it. */
 #define SAMPLER_DEBUGFS_MAX_FAILURES 3
 
+/* Who wakes whom: sampled sched_waking, every SAMPLER_WAKE_PERIOD-th
+ * wakeup, for SAMPLER_WAKE_OBSERVE_US, then the result held for
+ * SAMPLER_WAKE_HOLD_US before the next observation (while one is needed). */
+#define SAMPLER_WAKE_PERIOD 16u
+#define SAMPLER_WAKE_OBSERVE_US (1000 * USEC_PER_MSEC)
+#define SAMPLER_WAKE_HOLD_US (10000 * USEC_PER_MSEC)
+
 /* An opted-in cgroup, as the sampler needs it. */
 typedef struct SamplerCgroup {
         const char *name;          /* as the operator named it */
@@ -81,6 +88,13 @@ void sampler_set_settings(Sampler *s, const Settings *settings);
  * vanishes is left out of the snapshot, not an error. */
 int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups,
                    Snapshot **ret);
+
+/* Who wakes whom decides only where pins may follow (latency, observe);
+ * elsewhere it is not observed. Default: wanted. */
+void sampler_set_wake_wanted(Sampler *s, bool wanted);
+/* "idle", "observing", "held" (partners from the last observation), or
+ * "unavailable: why" (said once in the log; a reload tries again). */
+const char *sampler_wake_status(const Sampler *s);
 
 /* Read every thread in full at the next sample. An idle thread's mask is
  * held between its reads like the rest of its figures: after steerd

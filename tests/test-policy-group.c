@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/* Groups of threads that talk among themselves, from recorded edges (who
+ * wakes whom, ThreadSample.partners): daemon/core/policy/policy-group.c,
+ * policy-group-place.c, docs/POLICY.md "Groups". */
+
+#include "test-policy-util.h"
+
+#define MAX_THREADS 64
+#define CG "/hb"
+
+typedef struct Member {
+        pid_t tid;
+        int cpu;
+        double util, wakeups;
+        CpuSet allowed; /* NULL: every CPU */
+        WakePartner partners[SNAPSHOT_MAX_PARTNERS];
+        unsigned n_partners;
+} Member;
+
+typedef struct World {
+        unsigned n_llcs, cores;
+        Member m[MAX_THREADS];
+        size_t n;
+        PolicyState *state;
+        Settings st;
+        unsigned tick;
+} World;
+
+static void world_init(World *w, unsigned n_llcs, unsigned cores) {
+        *w = (World){.n_llcs = n_llcs, .cores = cores};
+        settings_latency(&w->st);
+        assert_int_equal(policy_state_new(&w->state), 0);
+}
+
+static void world_done(World *w) {
+        for (size_t i = 0; i < w->n; i++)
+                hwloc_bitmap_free(w->m[i].allowed);
+        policy_state_free(w->state);
+}
+
+static void link_two(Member *a, Member *b, double rate) {
+        assert_true(a->n_partners < SNAPSHOT_MAX_PARTNERS && b->n_partners < SNAPSHOT_MAX_PARTNERS);
+        a->partners[a->n_partners++] = (WakePartner){.tid = b->tid, .rate = rate};
+        b->partners[b->n_partners++] = (WakePartner){.tid = a->tid, .rate = rate};
+}
+
+/* n threads from tid first, spread over the CPUs in turn, each linked to
+ * its next two in a ring (a connected mesh, as hackbench's 20 x 20 is). */
+static void add_mesh(World *w, pid_t first, size_t n, int cpu0, double util, double wakeups) {
+        size_t base = w->n;
+        unsigned cpus = w->n_llcs * w->cores;
+        for (size_t i = 0; i < n; i++)
+                w->m[w->n++] = (Member){.tid = first + (pid_t) i,
+                                        .cpu = (int) ((unsigned) cpu0 + i) % (int) cpus,
+                                        .util = util,
+                                        .wakeups = wakeups};
+        for (size_t i = 0; i < n && n > 2; i++) {
+                link_two(&w->m[base + i], &w->m[base + (i + 1) % n], wakeups / 10);
+                if (n > 4 && i % 2 == 0)
+                        link_two(&w->m[base + i], &w->m[base + (i + 2) % n], wakeups / 10);
+        }
+        if (n == 2)
+                link_two(&w->m[base], &w->m[base + 1], wakeups);
+}
+
+static Member *member(World *w, pid_t tid) {
+        for (size_t i = 0; i < w->n; i++)
+                if (w->m[i].tid == tid)
+                        return &w->m[i];
+        fail_msg("no tid %d", (int) tid);
+        return NULL;
+}
+
+static Snapshot *world_snapshot(World *w) {
+        Snapshot *s = topo_new(w->n_llcs, w->cores, 1, w->tick * TICK_US);
+        unsigned cpus = w->n_llcs * w->cores;
+        double on[64] = {};
+
+        for (size_t i = 0; i < w->n; i++)
+                on[w->m[i].cpu] += w->m[i].util;
+        for (unsigned c = 0; c < cpus; c++)
+                topo_set_cpu(s, c, MIN(on[c], 1024.0), on[c]);
+        size_t cg = topo_add_cgroup(s, CG, CGROUP_POLICY_LATENCY, NULL);
+        for (size_t i = 0; i < w->n; i++)
+                topo_add_thread(s, cg, w->m[i].tid, 7, w->m[i].cpu, w->m[i].util, 0);
+        for (size_t i = 0; i < w->n; i++) {
+                ThreadSample *t = &s->cgroups[cg].threads[i];
+                const Member *m = &w->m[i];
+                t->wakeups = m->wakeups;
+                t->tgid = w->m[0].tid; /* one process: pairs by process find nothing */
+                memcpy(t->partners, m->partners, sizeof(t->partners));
+                t->n_partners = m->n_partners;
+                if (m->allowed) {
+                        hwloc_bitmap_free(t->allowed);
+                        t->allowed = hwloc_bitmap_dup(m->allowed);
+                }
+        }
+        topo_finish(s);
+        return s;
+}
+
+/* One tick: the plan's masks become the threads' (each runs on the first
+ * CPU of its mask when its last one is outside). Returns the plan. */
+static Plan *world_step(World *w) {
+        _cleanup_(snapshot_freep) Snapshot *s = world_snapshot(w);
+        Plan *plan = decide_checked(s, &w->st, w->state);
+        dump_plan(plan, w->tick);
+        for (size_t i = 0; i < plan->n_actions; i++) {
+                const Action *a = &plan->actions[i];
+                if (a->tid == 0 || a->kind == ACTION_SET_CGROUP_CPUS)
+                        continue;
+                Member *m = member(w, a->tid);
+                hwloc_bitmap_free(m->allowed);
+                m->allowed = hwloc_bitmap_dup(a->cpus);
+                if (!hwloc_bitmap_isset(m->allowed, (unsigned) m->cpu))
+                        m->cpu = hwloc_bitmap_first(m->allowed);
+        }
+        w->tick++;
+        return plan;
+}
+
+static size_t run(World *w, unsigned ticks, ActionKind kind) {
+        size_t n = 0;
+        for (unsigned i = 0; i < ticks; i++) {
+                _cleanup_plan_ Plan *plan = world_step(w);
+                for (size_t k = 0; k < plan->n_actions; k++)
+                        n += plan->actions[k].kind == kind;
+        }
+        return n;
+}
+
+static char *mask_of(const World *w, size_t i) {
+        char *s = NULL;
+        if (!w->m[i].allowed)
+                return strdup("all");
+        assert_int_equal(cpuset_format(w->m[i].allowed, &s), 0);
+        return s;
+}
+
+/* Whether threads [from, from + n) share one narrowed mask; into *ret. */
+static bool together(const World *w, size_t from, size_t n, char **ret) {
+        _cleanup_(freep) char *first = mask_of(w, from);
+        for (size_t i = from + 1; i < from + n; i++) {
+                _cleanup_(freep) char *x = mask_of(w, i);
+                if (!streq(x, first))
+                        return false;
+        }
+        if (streq(first, "all"))
+                return false;
+        *ret = TAKE_PTR(first);
+        return true;
+}
+
+/* Two ping-pongs in one process (four talkers: pairs by process find none):
+ * the edges make them two pairs, each pinned together, on two CPUs. */
+static void test_two_pingpongs_two_pairs(void **unused) {
+        (void) unused;
+        World w;
+        _cleanup_(freep) char *a = NULL, *b = NULL;
+
+        world_init(&w, 1, 2);
+        add_mesh(&w, 100, 2, 0, 200, 12000);
+        add_mesh(&w, 102, 2, 0, 200, 12000);
+        assert_true(run(&w, w.st.sticky_ticks + 2, ACTION_SET_THREAD_CPUS) == 4);
+        assert_true(together(&w, 0, 2, &a));
+        assert_true(together(&w, 2, 2, &b));
+        assert_string_not_equal(a, b);
+        world_done(&w);
+}
+
+/* hackbench -g 4 in one process: four groups of ten, each half a CPU, on
+ * two CPUs. Each group ends on one CPU, two groups a CPU. */
+static void test_four_groups_two_per_cpu(void **unused) {
+        (void) unused;
+        World w;
+        char *masks[4] = {};
+
+        world_init(&w, 1, 2);
+        for (unsigned g = 0; g < 4; g++)
+                add_mesh(&w, 200 + 10 * (pid_t) g, 10, (int) g, 50, 5000);
+        size_t pins = run(&w, w.st.sticky_ticks + 8, ACTION_SET_THREAD_CPUS);
+        assert_int_equal(pins, 40);
+        unsigned on[2] = {};
+        for (unsigned g = 0; g < 4; g++) {
+                assert_true(together(&w, 10 * g, 10, &masks[g]));
+                assert_true(streq(masks[g], "0") || streq(masks[g], "1"));
+                on[masks[g][0] - '0']++;
+        }
+        assert_int_equal(on[0], 2);
+        assert_int_equal(on[1], 2);
+        /* Held: nothing moves while nothing changes. */
+        _cleanup_plan_ Plan *plan = world_step(&w);
+        assert_int_equal(plan->n_actions, 0);
+
+        /* The second group stops talking: only its pins go. */
+        for (size_t i = 10; i < 20; i++)
+                w.m[i].wakeups = 10;
+        assert_int_equal(run(&w, 1, ACTION_RESTORE), 10);
+        for (size_t i = 10; i < 20; i++)
+                assert_int_equal(hwloc_bitmap_weight(w.m[i].allowed), 2);
+        for (unsigned g = 0; g < 4; g++) {
+                _cleanup_(freep) char *m = NULL;
+                if (g != 1)
+                        assert_true(together(&w, 10 * g, 10, &m) && streq(m, masks[g]));
+        }
+        for (unsigned g = 0; g < 4; g++)
+                free(masks[g]);
+        world_done(&w);
+}
+
+/* One 40-thread all-to-all (perf bench messaging): one group, never
+ * squeezed onto fewer CPUs, nothing pinned. */
+static void test_one_mesh_not_squeezed(void **unused) {
+        (void) unused;
+        World w;
+
+        world_init(&w, 1, 2);
+        add_mesh(&w, 300, 40, 0, 50, 5000);
+        assert_int_equal(run(&w, w.st.sticky_ticks + 20, ACTION_SET_THREAD_CPUS), 0);
+        world_done(&w);
+}
+
+/* A group whose util needs more than a CPU gets the cores that hold it,
+ * never fewer: two groups of 1.5 CPUs on four CPUs get two each. */
+static void test_group_not_below_demand(void **unused) {
+        (void) unused;
+        World w;
+        _cleanup_(freep) char *a = NULL, *b = NULL;
+
+        world_init(&w, 1, 4);
+        add_mesh(&w, 400, 10, 0, 150, 5000);
+        add_mesh(&w, 410, 10, 1, 150, 5000);
+        assert_int_equal(run(&w, w.st.sticky_ticks + 4, ACTION_SET_THREAD_CPUS), 20);
+        assert_true(together(&w, 0, 10, &a));
+        assert_true(together(&w, 10, 10, &b));
+        assert_int_equal(hwloc_bitmap_weight(w.m[0].allowed), 2);
+        assert_int_equal(hwloc_bitmap_weight(w.m[10].allowed), 2);
+        assert_false(hwloc_bitmap_intersects(w.m[0].allowed, w.m[10].allowed));
+        world_done(&w);
+}
+
+/* Two LLCs of two cores: two groups whose threads ran across both LLCs
+ * are each kept in one LLC, one group an LLC. */
+static void test_groups_one_llc_each(void **unused) {
+        (void) unused;
+        World w;
+
+        world_init(&w, 2, 2);
+        add_mesh(&w, 500, 8, 0, 100, 5000);
+        add_mesh(&w, 508, 8, 1, 100, 5000);
+        assert_int_equal(run(&w, w.st.sticky_ticks + 4, ACTION_SET_THREAD_CPUS), 16);
+        for (size_t g = 0; g < 2; g++) {
+                _cleanup_(freep) char *m = NULL;
+                assert_true(together(&w, 8 * g, 8, &m));
+                assert_true(streq(m, "0-1") || streq(m, "2-3") || strlen(m) == 1);
+        }
+        assert_false(hwloc_bitmap_intersects(w.m[0].allowed, w.m[8].allowed));
+        world_done(&w);
+}
+
+/* The guard judges a group by its progress: its wakeups halved under the
+ * placement, the whole group goes back and the cgroup's pins back off. */
+static void test_group_reverted_by_progress(void **unused) {
+        (void) unused;
+        World w;
+
+        world_init(&w, 1, 2);
+        for (unsigned g = 0; g < 4; g++)
+                add_mesh(&w, 600 + 10 * (pid_t) g, 10, (int) g, 50, 5000);
+        assert_int_equal(run(&w, w.st.sticky_ticks, ACTION_SET_THREAD_CPUS), 10); /* the first group */
+        for (size_t i = 0; i < 10; i++)
+                w.m[i].wakeups = 1000; /* still talks, a fifth as often */
+        size_t restored =
+                run(&w, (unsigned) (w.st.guard_window_ms * USEC_PER_MSEC / TICK_US) + 2, ACTION_RESTORE);
+        assert_int_equal(restored, 10);
+        for (size_t i = 0; i < 10; i++)
+                assert_int_equal(hwloc_bitmap_weight(w.m[i].allowed), 2);
+        /* and it is not placed again while the cgroup's pins back off */
+        for (unsigned k = 0; k < 5; k++) {
+                _cleanup_plan_ Plan *plan = world_step(&w);
+                for (size_t i = 0; i < 10; i++)
+                        assert_null(plan_find_any(plan, CG, w.m[i].tid));
+        }
+        world_done(&w);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_two_pingpongs_two_pairs),
+                cmocka_unit_test(test_four_groups_two_per_cpu),
+                cmocka_unit_test(test_one_mesh_not_squeezed),
+                cmocka_unit_test(test_group_not_below_demand),
+                cmocka_unit_test(test_groups_one_llc_each),
+                cmocka_unit_test(test_group_reverted_by_progress),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
