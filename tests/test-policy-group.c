@@ -5,13 +5,13 @@
 
 #include "test-policy-util.h"
 
-#define MAX_THREADS 64
+#define MAX_THREADS 192
 #define CG "/hb"
 
 typedef struct Member {
         pid_t tid;
         int cpu;
-        double util, wakeups;
+        double util, wait, wakeups;
         CpuSet allowed; /* NULL: every CPU */
         WakePartner partners[SNAPSHOT_MAX_PARTNERS];
         unsigned n_partners;
@@ -82,7 +82,7 @@ static Snapshot *world_snapshot(World *w) {
                 topo_set_cpu(s, c, MIN(on[c], 1024.0), on[c]);
         size_t cg = topo_add_cgroup(s, CG, CGROUP_POLICY_LATENCY, NULL);
         for (size_t i = 0; i < w->n; i++)
-                topo_add_thread(s, cg, w->m[i].tid, 7, w->m[i].cpu, w->m[i].util, 0);
+                topo_add_thread(s, cg, w->m[i].tid, 7, w->m[i].cpu, w->m[i].util, w->m[i].wait);
         for (size_t i = 0; i < w->n; i++) {
                 ThreadSample *t = &s->cgroups[cg].threads[i];
                 const Member *m = &w->m[i];
@@ -168,21 +168,26 @@ static void test_two_pingpongs_two_pairs(void **unused) {
         world_done(&w);
 }
 
-/* hackbench -g 4 in one process: four groups of ten, each half a CPU, on
- * two CPUs. Each group ends on one CPU, two groups a CPU. */
+/* hackbench -g 4 in one process: four groups of 40, each half a CPU, on
+ * two CPUs, each thread woken 100 times a second (as recorded here: on
+ * saturated CPUs hackbench's threads run long batches, they do not "talk"
+ * by StickyPairWakeups). Pinned StickyMaxPinsPerTick a tick, a group over
+ * several ticks; each group ends on one CPU, two groups a CPU. */
 static void test_four_groups_two_per_cpu(void **unused) {
         (void) unused;
         World w;
         char *masks[4] = {};
+        const size_t size = 40;
 
         world_init(&w, 1, 2);
         for (unsigned g = 0; g < 4; g++)
-                add_mesh(&w, 200 + 10 * (pid_t) g, 10, (int) g, 50, 5000);
-        size_t pins = run(&w, w.st.sticky_ticks + 8, ACTION_SET_THREAD_CPUS);
-        assert_int_equal(pins, 40);
+                add_mesh(&w, 200 + (pid_t) (size * g), size, (int) g, 12.5, 100);
+        size_t pins =
+                run(&w, w.st.sticky_ticks + 4 * size / w.st.sticky_max_pins + 2, ACTION_SET_THREAD_CPUS);
+        assert_int_equal(pins, 4 * size);
         unsigned on[2] = {};
         for (unsigned g = 0; g < 4; g++) {
-                assert_true(together(&w, 10 * g, 10, &masks[g]));
+                assert_true(together(&w, size * g, size, &masks[g]));
                 assert_true(streq(masks[g], "0") || streq(masks[g], "1"));
                 on[masks[g][0] - '0']++;
         }
@@ -193,15 +198,15 @@ static void test_four_groups_two_per_cpu(void **unused) {
         assert_int_equal(plan->n_actions, 0);
 
         /* The second group stops talking: only its pins go. */
-        for (size_t i = 10; i < 20; i++)
-                w.m[i].wakeups = 10;
-        assert_int_equal(run(&w, 1, ACTION_RESTORE), 10);
-        for (size_t i = 10; i < 20; i++)
+        for (size_t i = size; i < 2 * size; i++)
+                w.m[i].wakeups = 1;
+        assert_int_equal(run(&w, 1, ACTION_RESTORE), size);
+        for (size_t i = size; i < 2 * size; i++)
                 assert_int_equal(hwloc_bitmap_weight(w.m[i].allowed), 2);
         for (unsigned g = 0; g < 4; g++) {
                 _cleanup_(freep) char *m = NULL;
                 if (g != 1)
-                        assert_true(together(&w, 10 * g, 10, &m) && streq(m, masks[g]));
+                        assert_true(together(&w, size * g, size, &m) && streq(m, masks[g]));
         }
         for (unsigned g = 0; g < 4; g++)
                 free(masks[g]);
@@ -258,23 +263,32 @@ static void test_groups_one_llc_each(void **unused) {
         world_done(&w);
 }
 
-/* The guard judges a group by its progress: its wakeups halved under the
- * placement, the whole group goes back and the cgroup's pins back off. */
-static void test_group_reverted_by_progress(void **unused) {
+/* The guard judges a group by its wait per CPU received (not by its
+ * progress: a mesh together wakes less and does more): the first group's
+ * wait tripled under its placement, the whole group goes back and the
+ * cgroup's pins back off. */
+static void test_group_reverted_by_wait(void **unused) {
         (void) unused;
         World w;
 
         world_init(&w, 1, 2);
         for (unsigned g = 0; g < 4; g++)
                 add_mesh(&w, 600 + 10 * (pid_t) g, 10, (int) g, 50, 5000);
-        assert_int_equal(run(&w, w.st.sticky_ticks, ACTION_SET_THREAD_CPUS), 10); /* the first group */
+        for (size_t i = 0; i < w.n; i++)
+                w.m[i].wait = 20;
+        /* the first group, and the next one's first six (StickyMaxPinsPerTick):
+         * a group is what a whole observation saw, no streak of ticks */
+        assert_int_equal(run(&w, 1, ACTION_SET_THREAD_CPUS), 16);
         for (size_t i = 0; i < 10; i++)
-                w.m[i].wakeups = 1000; /* still talks, a fifth as often */
+                w.m[i].wait = 60;
         size_t restored =
                 run(&w, (unsigned) (w.st.guard_window_ms * USEC_PER_MSEC / TICK_US) + 2, ACTION_RESTORE);
         assert_int_equal(restored, 10);
         for (size_t i = 0; i < 10; i++)
                 assert_int_equal(hwloc_bitmap_weight(w.m[i].allowed), 2);
+        /* the other groups stay, judged well */
+        for (size_t i = 10; i < w.n; i++)
+                assert_int_equal(hwloc_bitmap_weight(w.m[i].allowed), 1);
         /* and it is not placed again while the cgroup's pins back off */
         for (unsigned k = 0; k < 5; k++) {
                 _cleanup_plan_ Plan *plan = world_step(&w);
@@ -291,7 +305,7 @@ int main(void) {
                 cmocka_unit_test(test_one_mesh_not_squeezed),
                 cmocka_unit_test(test_group_not_below_demand),
                 cmocka_unit_test(test_groups_one_llc_each),
-                cmocka_unit_test(test_group_reverted_by_progress),
+                cmocka_unit_test(test_group_reverted_by_wait),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

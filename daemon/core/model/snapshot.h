@@ -58,6 +58,11 @@ typedef struct LlcSample {
 /* Who a thread talks to (sampled sched_waking, both directions counted):
  * its busiest partners, most first. */
 #define SNAPSHOT_MAX_PARTNERS 4
+/* A thread woken fewer times a second takes no part in a group (the
+ * sampler observes nothing for it, the policy groups nothing with it). */
+#define GROUP_MIN_WAKEUPS 20.0
+/* A member of a group woken fewer times a second stopped talking. */
+#define GROUP_STOP_WAKEUPS 5.0
 typedef struct WakePartner {
         pid_t tid;
         double rate; /* wakeups per second between the two, estimated from the samples */

@@ -139,11 +139,19 @@ static bool place_group(const PolicyCtx *ctx, Placement *p, const ThreadGroup *g
         return false;
 }
 
+static bool in_group(const ThreadState *t, const ThreadState *lead) {
+        return t->pin.mask && t->group_lead == lead->tid && t->group_lead_starttime == lead->starttime;
+}
+
+/* Its lead is pinned for it: the group's placement began (a group larger
+ * than StickyMaxPinsPerTick is pinned over several ticks, lead first). */
+static bool group_started(const ThreadGroup *g) {
+        return in_group(g->members[0], g->members[0]);
+}
+
 static bool group_placed(const ThreadGroup *g) {
-        const ThreadState *lead = g->members[0];
         for (size_t k = 0; k < g->n; k++)
-                if (!g->members[k]->pin.mask || g->members[k]->group_lead != lead->tid ||
-                    g->members[k]->group_lead_starttime != lead->starttime)
+                if (!in_group(g->members[k], g->members[0]))
                         return false;
         return true;
 }
@@ -155,16 +163,10 @@ static int cmp_group_util(const void *x, const void *y) {
         return (a->members[0]->tid > b->members[0]->tid) - (a->members[0]->tid < b->members[0]->tid);
 }
 
-/* Whether the group may be placed now; counts its lead's streak. */
+/* Whether the group may be placed now. No streak of ticks: the group is
+ * what a whole observation (a second of wakeups) saw. */
 static bool group_ready(PolicyCtx *ctx, CgroupState *c, const ThreadGroup *g) {
-        ThreadState *lead = g->members[0];
-
-        if (lead->group_seen_n != g->n)
-                lead->group_streak = 0;
-        lead->group_seen_n = g->n;
-        lead->group_streak = MIN(lead->group_streak + 1, (unsigned) INT32_MAX);
-        if (lead->group_streak < MAX(ctx->settings->sticky_ticks, 1u) ||
-            policy_backed_off(c, ACTION_POLICY_STICKY, ctx->now_us))
+        if (policy_backed_off(c, ACTION_POLICY_STICKY, ctx->now_us))
                 return false;
         for (size_t k = 0; k < g->n; k++) {
                 const ThreadState *t = g->members[k];
@@ -174,10 +176,15 @@ static bool group_ready(PolicyCtx *ctx, CgroupState *c, const ThreadGroup *g) {
         return true;
 }
 
+/* Pins the members without a pin on unit, lead first, within the tick's
+ * budget. The guard judges the group on its lead, by the wait per CPU
+ * received of its pinned members (policy_group_load()), which a placement
+ * over several ticks does not bend. */
 static int pin_group(PolicyCtx *ctx, CgroupState *c, const ThreadGroup *g, hwloc_const_bitmap_t unit,
-                     CpuSet mask, unsigned *pins) {
+                     CpuSet mask, unsigned budget, unsigned *pins) {
         char buf[CPUSET_STRLEN], reason[512];
         ThreadState *lead = g->members[0];
+        bool first = !group_started(g);
         int r;
 
         for (size_t k = 0; k < g->n; k++) {
@@ -189,8 +196,10 @@ static int pin_group(PolicyCtx *ctx, CgroupState *c, const ThreadGroup *g, hwloc
                  "group of %zu talking threads (lead tid %d; %.0f wakeups/s, util %.0f): on %s, the "
                  "fewest whole cores that hold its util, the cgroup's groups balanced by util",
                  g->n, (int) lead->tid, g->wakeups, g->util, cpuset_to_string(unit, buf, sizeof(buf)));
-        for (size_t k = 0; k < g->n; k++) {
+        for (size_t k = 0; k < g->n && *pins < budget; k++) {
                 ThreadState *t = g->members[k];
+                if (t->pin.mask || t->acted || !policy_thread_resident(ctx, t))
+                        continue; /* its turn comes when it has stayed put */
                 hwloc_bitmap_and(mask, unit, policy_thread_below_pin(t));
                 r = policy_thread_set_layer(ctx, c, t, ACTION_POLICY_STICKY, mask, reason);
                 if (r < 0)
@@ -204,8 +213,14 @@ static int pin_group(PolicyCtx *ctx, CgroupState *c, const ThreadGroup *g, hwloc
                 if (t != lead)
                         t->pin.exp = (Experiment){};
         }
-        lead->pin.exp.by_progress = lead->pin.exp.active;
-        lead->pin.exp.before_progress = g->wakeups;
+        if (first && group_started(g) && lead->pin.exp.active) {
+                double wait = 0;
+                for (size_t k = 0; k < g->n; k++)
+                        wait += MAX(g->members[k]->sample->wait, 0.0);
+                lead->pin.exp.before_wait = wait;
+                lead->pin.exp.before_util = g->util;
+                lead->pin.exp.n_threads = (unsigned) g->n;
+        }
         return 0;
 }
 
@@ -228,21 +243,25 @@ static int place_cgroup(PolicyCtx *ctx, CgroupState *c, ThreadGroup *g, size_t n
         r = placement_init(ctx, c, g, n, &p);
         if (r < 0)
                 return r;
-        /* Groups in place keep their cores; the others go, largest first,
-         * where the least is left. */
-        for (size_t i = 0; i < n_big; i++)
-                if (group_placed(order[i]))
-                        charge(ctx, &p, order[i]->members[0]->pin.mask, order[i]->util);
+        /* Groups placed keep their cores (one placed in part gets the rest
+         * of its members there); the others go, largest first, where the
+         * least is left. */
+        for (size_t i = 0; i < n_big && r >= 0; i++) {
+                ThreadGroup *x = order[i];
+                if (!group_started(x))
+                        continue;
+                charge(ctx, &p, x->members[0]->pin.mask, x->util);
+                if (!group_placed(x))
+                        r = pin_group(ctx, c, x, x->members[0]->pin.mask, mask, budget, pins);
+        }
         qsort(order, n_big, sizeof(ThreadGroup *), cmp_group_util);
         for (size_t i = 0; i < n_big && r >= 0; i++) {
                 ThreadGroup *x = order[i];
-                if (group_placed(x) || !place_group(ctx, &p, x, unit))
+                if (group_started(x) || !place_group(ctx, &p, x, unit))
                         continue;
                 charge(ctx, &p, unit, x->util);
-                if (hwloc_bitmap_isequal(unit, p.usable) || !group_ready(ctx, c, x) ||
-                    (*pins > 0 && *pins + x->n > budget))
-                        continue;
-                r = pin_group(ctx, c, x, unit, mask, pins);
+                if (!hwloc_bitmap_isequal(unit, p.usable) && group_ready(ctx, c, x) && *pins < budget)
+                        r = pin_group(ctx, c, x, unit, mask, budget, pins);
         }
         placement_done(&p);
         return r;
@@ -290,9 +309,9 @@ static const char *release_reason(const PolicyCtx *ctx, const CgroupState *c, co
                          (int) t->group_lead);
                 return buf;
         }
-        if (!policy_thread_talks_at(ctx->settings, t->sample, PAIR_HYSTERESIS)) {
+        if (t->sample->wakeups < GROUP_STOP_WAKEUPS) {
                 snprintf(buf, size, "it stopped talking in its group: %.0f wakeups/s (< %.0f)",
-                         t->sample->wakeups, ctx->settings->sticky_pair_wakeups * PAIR_HYSTERESIS);
+                         t->sample->wakeups, GROUP_STOP_WAKEUPS);
                 return buf;
         }
         if (policy_cgroup_has_partners(c) && (!now || now->n < 3 || now->members[0]->tid != t->group_lead)) {

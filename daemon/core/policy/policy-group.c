@@ -4,20 +4,21 @@
 #include "policy-internal.h"
 
 /* Groups of threads that talk among themselves (issue 14, with the
- * signal): the threads of a cgroup that talk (policy_thread_talks()),
- * linked where the sampler saw one wake the other (ThreadSample.partners,
- * sampled sched_waking) often enough. A group of two is a pair
- * (policy-pair.c). Groups of three or more are placed when a cgroup has two
- * or more groups: each on the fewest whole cores that hold its util, in one
- * LLC, the groups balanced over the cgroup's cores by util, largest first
- * (hackbench -g 4 in one process: two groups per CPU on two CPUs, the
- * placement that ran 30% faster by hand). A single group is a mesh that
- * stays where the kernel puts it: it is never squeezed (perf bench
- * messaging's 40 threads on one CPU ran 23% slower). The kernel series'
- * lessons hold: a group is never placed below its util, nor into an LLC
- * overloaded without it. The guard judges a group by its progress (its
- * wakeups per second), on its lead (lowest tid); a revert lets the whole
- * group go and backs the cgroup's pins off. */
+ * signal): the threads of a cgroup linked where the sampler saw one wake
+ * the other (ThreadSample.partners, sampled sched_waking) often enough,
+ * as long as they wake at all (GROUP_STOP_WAKEUPS). The partners hold
+ * from one observation to the next, so a group holds with them; this
+ * tick's wakeups would not do (hackbench's threads on two saturated CPUs
+ * swing between 20 and 300 a second from tick to tick, for runs of about
+ * 100 us: no talker threshold). A group of two
+ * talkers (policy_thread_talks()) is a pair (policy-pair.c). Groups of three or more are placed when a
+ * cgroup has two or more groups: each on the fewest whole cores that hold its util, in one LLC, the groups
+ * balanced over the cgroup's cores by util, largest first (hackbench -g 4 in one process: two groups per CPU
+ * on two CPUs, the placement that ran 30% faster by hand). A single group is a mesh that stays where the
+ * kernel puts it: it is never squeezed (perf bench messaging's 40 threads on one CPU ran 23% slower). The
+ * kernel series' lessons hold: a group is never placed below its util, nor into an LLC overloaded without
+ * it. The guard judges a group by its progress (its wakeups per second), on its lead (lowest tid); a revert
+ * lets the whole group go and backs the cgroup's pins off. */
 
 /* An edge links two talkers when it carries at least this share of the
  * quieter one's wakeups: a hackbench thread talks to 20 others (5% each),
@@ -128,7 +129,7 @@ int policy_groups_find(const PolicyCtx *ctx, const CgroupState *c, ThreadGroup *
                 return -ENOMEM;
         for (size_t k = 0; k < c->sample->n_threads; k++) {
                 ThreadState *t = c->by_sample[k];
-                if (t && policy_thread_talks(ctx->settings, t->sample))
+                if (t && t->sample->n_partners > 0 && t->sample->wakeups >= GROUP_STOP_WAKEUPS)
                         talk[n++] = t;
         }
         qsort(talk, n, sizeof(ThreadState *), cmp_tid);
@@ -138,13 +139,17 @@ int policy_groups_find(const PolicyCtx *ctx, const CgroupState *c, ThreadGroup *
         return groups_collect(talk, n, parent, ret, ret_n);
 }
 
-double policy_group_progress(const CgroupState *c, const ThreadState *lead) {
-        double sum = 0;
+void policy_group_load(const CgroupState *c, const ThreadState *lead, double *ret_wait, double *ret_util) {
+        double wait = 0, util = 0;
 
         for (size_t k = 0; k < c->sample->n_threads; k++) {
                 const ThreadState *t = c->by_sample[k];
-                if (t && t->group_lead == lead->tid && t->pin.mask)
-                        sum += MAX(t->sample->wakeups, 0.0);
+                if (t && t->group_lead == lead->tid && t->group_lead_starttime == lead->starttime &&
+                    t->pin.mask) {
+                        wait += MAX(t->sample->wait, 0.0);
+                        util += MAX(t->sample->util, 0.0);
+                }
         }
-        return sum;
+        *ret_wait = wait;
+        *ret_util = util;
 }

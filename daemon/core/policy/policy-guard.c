@@ -94,9 +94,8 @@ static int judge(PolicyCtx *ctx, const Experiment *e, bool cgroup_wide, ActionPo
 
         *ret = NULL;
         if (e->by_progress)
-                return judge_progress(ctx, e,
-                                      cgroup_wide ? action_policy_to_string(p) : "sticky pair or group",
-                                      wait, wait_limit, ret, ret_verdict);
+                return judge_progress(ctx, e, cgroup_wide ? action_policy_to_string(p) : "sticky pair", wait,
+                                      wait_limit, ret, ret_verdict);
         *ret_verdict = (Verdict){.outcome = VERDICT_KEPT,
                                  .at_us = ctx->now_us,
                                  .before = e->before_wait,
@@ -174,13 +173,15 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
         if (!e->active || !l->mask)
                 return 0;
         if (ctx->now_us > e->start_us) {
-                e->sum_wait += t ? t->sample->wait : cgroup_wait(c->sample);
-                e->sum_util += t ? t->sample->util : policy_cgroup_util(c->sample);
+                double wait = t ? t->sample->wait : cgroup_wait(c->sample);
+                double util = t ? t->sample->util : policy_cgroup_util(c->sample);
+                if (t && t->group_lead == t->tid)
+                        policy_group_load(c, t, &wait, &util);
+                e->sum_wait += wait;
+                e->sum_util += util;
                 e->sum_pressure += c->sample->pressure_some_avg10;
                 if (e->by_progress)
-                        e->sum_progress += !t                        ? policy_cgroup_wakeups(c->sample)
-                                           : t->group_lead == t->tid ? policy_group_progress(c, t)
-                                                                     : policy_pair_progress(c, t);
+                        e->sum_progress += t ? policy_pair_progress(c, t) : policy_cgroup_wakeups(c->sample);
                 e->n_samples++;
         }
         if (ctx->now_us < e->end_us || e->n_samples == 0)

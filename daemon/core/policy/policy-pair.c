@@ -63,7 +63,9 @@ static int pairs_by_partners(const PolicyCtx *ctx, const CgroupState *c, Pair **
         if (r >= 0 && !(pairs = malloc(MAX(n, (size_t) 1) * sizeof(Pair))))
                 r = -ENOMEM;
         for (size_t i = 0; r >= 0 && i < n; i++)
-                if (g[i].n == 2 && rates_match(g[i].members[0], g[i].members[1]))
+                if (g[i].n == 2 && policy_thread_talks(ctx->settings, g[i].members[0]->sample) &&
+                    policy_thread_talks(ctx->settings, g[i].members[1]->sample) &&
+                    rates_match(g[i].members[0], g[i].members[1]))
                         pairs[n_pairs++] = make_pair(g[i].members[0], g[i].members[1]);
         policy_groups_free(g, n);
         if (r < 0)

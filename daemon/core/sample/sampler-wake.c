@@ -5,8 +5,7 @@
 #include "sampler-internal.h"
 
 /* Who wakes whom (issue 14): observed only where it decides something, a
- * latency cgroup with three or more threads woken at least
- * StickyPairWakeups a second (two are a pair without it), for
+ * latency cgroup whose threads wake each other often (wake_needed()), for
  * SAMPLER_WAKE_OBSERVE_US, then held for SAMPLER_WAKE_HOLD_US: an open
  * event costs every wakeup of the host, steerd's cgroups or not
  * (wake-events.h). The result is each thread's busiest partners in its own
@@ -60,21 +59,39 @@ static bool cgroup_observed(const Sampler *s, const CgroupSample *c) {
         return s->wake_wanted && c->policy == CGROUP_POLICY_LATENCY && !c->threads_partial;
 }
 
-/* Whether some cgroup has three or more threads woken often enough to talk. */
-static bool wake_needed(const Sampler *s, const Snapshot *snap) {
+/* The observed cgroups' wakeups per second, or 0 when none has three or
+ * more threads that wake (GROUP_MIN_WAKEUPS) and, together, wake at least
+ * three times StickyPairWakeups: who wakes whom decides nothing there (two
+ * talkers are a pair without it). hackbench's threads on two saturated
+ * CPUs are woken about 100 times a second each, 17,000 in all. */
+static double wake_needed(const Sampler *s, const Snapshot *snap) {
+        double total = 0;
+
         if (!s->settings.wake_groups || s->settings.sticky_pair_wakeups <= 0)
-                return false;
+                return 0;
         for (size_t i = 0; i < snap->n_cgroups; i++) {
                 const CgroupSample *c = &snap->cgroups[i];
-                unsigned talkers = 0;
+                unsigned waking = 0;
+                double sum = 0;
                 if (!cgroup_observed(s, c))
                         continue;
-                for (size_t k = 0; k < c->n_threads && talkers < 3; k++)
-                        talkers += c->threads[k].wakeups >= s->settings.sticky_pair_wakeups;
-                if (talkers >= 3)
-                        return true;
+                for (size_t k = 0; k < c->n_threads; k++) {
+                        waking += c->threads[k].wakeups >= GROUP_MIN_WAKEUPS;
+                        sum += MAX(c->threads[k].wakeups, 0.0);
+                }
+                if (waking >= 3 && sum >= 3 * s->settings.sticky_pair_wakeups)
+                        total += sum;
         }
-        return false;
+        return total;
+}
+
+/* Every period-th wakeup: about SAMPLER_WAKE_SAMPLES a second of the
+ * observed cgroups', a power of two up to SAMPLER_WAKE_MAX_PERIOD. */
+static unsigned wake_period(double wakeups) {
+        unsigned p = 1;
+        while (p < SAMPLER_WAKE_MAX_PERIOD && wakeups / p > SAMPLER_WAKE_SAMPLES)
+                p *= 2;
+        return p;
 }
 
 static int members_build(const Sampler *s, const Snapshot *snap, MemberKey **ret, size_t *ret_n) {
@@ -129,6 +146,8 @@ static int partners_build(Sampler *s, uint64_t observed_us, unsigned period) {
         for (size_t i = 0, j; i < s->n_wake_edges; i = j) {
                 for (j = i + 1; j < s->n_wake_edges && !cmp_edge(&s->wake_edges[i], &s->wake_edges[j]); j++)
                         ;
+                if (j - i < SAMPLER_WAKE_MIN_SAMPLES)
+                        continue;
                 d[n++] = (Directed){s->wake_edges[i].a, s->wake_edges[i].b, j - i};
                 d[n++] = (Directed){s->wake_edges[i].b, s->wake_edges[i].a, j - i};
         }
@@ -188,13 +207,13 @@ void sampler_wake_done(Sampler *s) {
         s->n_partners = s->alloc_wake_edges = 0;
 }
 
-static void wake_start(Sampler *s, const Snapshot *snap, uint64_t now_us) {
+static void wake_start(Sampler *s, const Snapshot *snap, uint64_t now_us, double wakeups) {
         _cleanup_cpuset_ CpuSet online = NULL;
         char why[256] = "";
 
         if (snapshot_online_cpus(snap, &online) < 0)
                 return;
-        int r = wake_events_open(s->root, online, SAMPLER_WAKE_PERIOD, &s->wake, why, sizeof(why));
+        int r = wake_events_open(s->root, online, wake_period(wakeups), &s->wake, why, sizeof(why));
         if (r < 0) {
                 /* Said once: pairs are then found without it (by process). */
                 log_notice("Not sampling who wakes whom: %s; talking threads are paired by process only",
@@ -211,13 +230,14 @@ int sampler_wake_sample(Sampler *s, uint64_t now_us, Snapshot *snap) {
         _cleanup_(freep) MemberKey *members = NULL;
         int r;
 
-        if (!wake_needed(s, snap)) {
+        double wakeups = wake_needed(s, snap);
+        if (wakeups <= 0) {
                 wake_stop(s);
                 s->n_partners = 0; /* nothing talks: what was seen is stale */
                 return 0;
         }
         if (!s->wake && !s->wake_off && now_us >= s->wake_next_us)
-                wake_start(s, snap, now_us);
+                wake_start(s, snap, now_us, wakeups);
         if (s->wake) {
                 DrainCtx d = {.s = s};
                 uint64_t lost = 0;
@@ -230,7 +250,10 @@ int sampler_wake_sample(Sampler *s, uint64_t now_us, Snapshot *snap) {
                         r = d.r;
                 if (r < 0)
                         return r;
-                if (now_us >= s->wake_start_us + SAMPLER_WAKE_OBSERVE_US) {
+                uint64_t spent = now_us - MIN(now_us, s->wake_start_us);
+                bool enough = spent >= SAMPLER_WAKE_MIN_OBSERVE_US &&
+                              s->n_wake_edges >= SAMPLER_WAKE_ENOUGH_SAMPLES * d.n_members;
+                if (spent >= SAMPLER_WAKE_OBSERVE_US || enough) {
                         r = partners_build(s, now_us - s->wake_start_us, wake_events_period(s->wake));
                         if (r < 0)
                                 return r;

@@ -52,11 +52,22 @@ typedef struct Sampler Sampler;
 /* Malformed sched/debug reads in a row before the sampler stops using it. */
 #define SAMPLER_DEBUGFS_MAX_FAILURES 3
 
-/* Who wakes whom: sampled sched_waking, every SAMPLER_WAKE_PERIOD-th
- * wakeup, for SAMPLER_WAKE_OBSERVE_US, then the result held for
- * SAMPLER_WAKE_HOLD_US before the next observation (while one is needed). */
-#define SAMPLER_WAKE_PERIOD 16u
+/* Who wakes whom: sampled sched_waking, about SAMPLER_WAKE_SAMPLES
+ * samples a second of the observed cgroups' wakeups, for
+ * SAMPLER_WAKE_OBSERVE_US, then the result held for SAMPLER_WAKE_HOLD_US
+ * before the next observation (while one is needed). An edge seen fewer
+ * than SAMPLER_WAKE_MIN_SAMPLES times is noise: once, in hackbench, a
+ * thread outside its groups linked two of them. */
+#define SAMPLER_WAKE_MIN_SAMPLES 2u
+#define SAMPLER_WAKE_SAMPLES 20000.0
+#define SAMPLER_WAKE_MAX_PERIOD 64u
 #define SAMPLER_WAKE_OBSERVE_US (1000 * USEC_PER_MSEC)
+/* An observation ends early, after at least SAMPLER_WAKE_MIN_OBSERVE_US,
+ * once it holds this many samples per thread of the observed cgroups: a
+ * group placed half a second sooner is half a second of a short workload
+ * (hackbench -g 4 here: 0.4 s). */
+#define SAMPLER_WAKE_MIN_OBSERVE_US (300 * USEC_PER_MSEC)
+#define SAMPLER_WAKE_ENOUGH_SAMPLES 40u
 #define SAMPLER_WAKE_HOLD_US (10000 * USEC_PER_MSEC)
 
 /* An opted-in cgroup, as the sampler needs it. */

@@ -10,8 +10,9 @@
 #include "wake-events.h"
 
 /* Data pages per CPU (a power of two): 64 KiB holds a 100 ms tick of
- * samples at period 16 of 150,000 wakeups a second on one CPU (records of
- * about 56 bytes), hackbench's rate on one CPU here. */
+ * some 11,000 samples a second on one CPU (records of about 56 bytes);
+ * the sampler aims at 4,000 a second in all. A full buffer loses samples,
+ * not correctness. */
 #define WAKE_DATA_PAGES 16u
 
 static const char *const tracefs_dirs[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
