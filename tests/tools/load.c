@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* A load for the daemon's tests: N threads that each burn DUTY% of a CPU in
  * short slices (so that they wake and sleep like a service), or thread churn:
- * RATE short-lived threads created per second. Runs SECONDS, then exits. */
+ * RATE short-lived threads created per second, or RINGS rings of N threads
+ * that pass a token around through pipes (each wakes the next: groups that
+ * talk among themselves and never to another ring). Runs SECONDS, then
+ * exits. */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -38,6 +41,46 @@ static void *worker(void *arg) {
         return NULL;
 }
 
+/* One thread of a ring: reads the token from its pipe, hands it on. */
+typedef struct RingEnd {
+        int in, out;
+} RingEnd;
+
+static void *ring_worker(void *arg) {
+        RingEnd *e = arg;
+        char c;
+        while (!atomic_load(&stop) && read(e->in, &c, 1) == 1)
+                if (write(e->out, &c, 1) != 1)
+                        break;
+        return NULL;
+}
+
+/* rings x n threads; the first of each ring gets the token. */
+static pthread_t *start_rings(unsigned rings, unsigned n, size_t *ret_n) {
+        pthread_t *t = calloc((size_t) rings * n, sizeof(pthread_t));
+        RingEnd *e = calloc((size_t) rings * n, sizeof(RingEnd));
+        if (!t || !e)
+                return NULL;
+        for (unsigned r = 0; r < rings; r++) {
+                int(*fd)[2] = calloc(n, sizeof(*fd));
+                if (!fd)
+                        return NULL;
+                for (unsigned i = 0; i < n; i++)
+                        if (pipe(fd[i]) < 0)
+                                return NULL;
+                for (unsigned i = 0; i < n; i++)
+                        e[r * n + i] = (RingEnd){.in = fd[i][0], .out = fd[(i + 1) % n][1]};
+                if (write(fd[0][1], "x", 1) != 1)
+                        return NULL;
+                free(fd);
+        }
+        for (size_t i = 0; i < (size_t) rings * n; i++)
+                if (pthread_create(&t[i], NULL, ring_worker, &e[i]) != 0)
+                        return NULL;
+        *ret_n = (size_t) rings * n;
+        return t; /* e lives as long as the threads: until exit */
+}
+
 static void *short_lived(void *arg) {
         (void) arg;
         volatile unsigned long x = 0;
@@ -47,17 +90,15 @@ static void *short_lived(void *arg) {
 }
 
 int main(int argc, char *argv[]) {
-        unsigned threads = 4, rate = 0;
+        unsigned threads = 4, rate = 0, rings = 0;
         double seconds = 10;
         int c;
         static const struct option options[] = {
-                {"threads", required_argument, NULL, 't'},
-                {"duty", required_argument, NULL, 'd'},
-                {"churn", required_argument, NULL, 'c'},
-                {"seconds", required_argument, NULL, 's'},
-                {},
+                {"threads", required_argument, NULL, 't'}, {"duty", required_argument, NULL, 'd'},
+                {"churn", required_argument, NULL, 'c'},   {"seconds", required_argument, NULL, 's'},
+                {"rings", required_argument, NULL, 'r'},   {},
         };
-        while ((c = getopt_long(argc, argv, "t:d:c:s:", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "t:d:c:s:r:", options, NULL)) >= 0)
                 switch (c) {
                 case 't':
                         threads = (unsigned) atoi(optarg);
@@ -71,9 +112,13 @@ int main(int argc, char *argv[]) {
                 case 's':
                         seconds = atof(optarg);
                         break;
+                case 'r':
+                        rings = (unsigned) atoi(optarg);
+                        break;
                 default:
                         fprintf(stderr,
-                                "usage: %s [--threads N] [--duty PCT] [--churn RATE] [--seconds S]\n",
+                                "usage: %s [--threads N] [--duty PCT] [--churn RATE] [--rings N] [--seconds "
+                                "S]\n",
                                 argv[0]);
                         return 2;
                 }
@@ -85,6 +130,13 @@ int main(int argc, char *argv[]) {
         if (!fgets(line, sizeof(line), stdin))
                 return 1;
 
+        if (rings > 0) {
+                size_t n = 0;
+                if (!start_rings(rings, threads, &n))
+                        return 1;
+                usleep((useconds_t) (seconds * 1e6));
+                return 0; /* the ring threads end with the process */
+        }
         pthread_t *t = calloc(threads ? threads : 1, sizeof(pthread_t));
         for (unsigned i = 0; i < threads; i++)
                 if (pthread_create(&t[i], NULL, worker, NULL) != 0)

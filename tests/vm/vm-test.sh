@@ -60,6 +60,7 @@ CHECKS=(install cgroup-v2 analyze-verify two-llcs unit-cpuset-enabled start syst
         unit-allowedcpus-follows-plan steerctl-status
         scope-systemd-backend scope-original-cpus scope-allowedcpus-follows-plan scope-restored-on-opt-out
         slice-service-systemd-backend slice-service-original-cpus slice-service-restored-on-opt-out
+        wake-groups-placed wake-groups-restored
         v2-cpuset-backend v2-cpuset-written v2-cpuset-restored v2-thread-masks-restored
         steerctl-status-unprivileged steerctl-mode-denied-unprivileged reload reload-bad-config
         stop-restores-unit
@@ -603,6 +604,62 @@ else
 fi
 for r in "$RG" "$RU"; do steerctl opt-out "$r" >/dev/null 2>&1; done
 systemctl stop steerdrule-b.scope steerdunit.service
+fi
+
+# ---- 6c. who wakes whom: two rings of three threads in one scope ----
+# Each ring passes a token around through pipes: a group that talks among
+# itself and never to the other ring. steerd samples sched_waking (the
+# unit's CAP_PERFMON and perf_event_open), finds the two groups and pins
+# each to its own core.
+
+WG=steerdwake.slice/steerdrings.scope
+ring_masks() { # ring_masks PID -> "m1 m2 m3|m4 m5 m6" of the ring threads (tids after the main one)
+        local tid m out=() n=0
+        for tid in $(ls /proc/"$1"/task | sort -n | tail -n +2); do
+                m=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/"$1"/task/"$tid"/status 2>/dev/null)
+                out+=("$(cpulist "$m")")
+                n=$((n + 1))
+                [ $n -eq 3 ] && out+=("|")
+        done
+        echo "${out[*]}"
+}
+rings_grouped() { # each ring on one mask narrower than every CPU, the two apart
+        local m a b
+        m=$(ring_masks "$1")
+        a=${m%%|*} b=${m#*|}
+        set -- $a
+        [ $# -eq 3 ] && [ "$1" = "$2" ] && [ "$2" = "$3" ] || return 1
+        local ra=$1
+        set -- $b
+        [ $# -eq 3 ] && [ "$1" = "$2" ] && [ "$2" = "$3" ] || return 1
+        [ "$ra" != "$1" ] && [ "$ra" != "$(cpulist 0-$(($(nproc --all) - 1)))" ] &&
+                [ "$1" != "$(cpulist 0-$(($(nproc --all) - 1)))" ]
+}
+rings_restored() { [ "$(ring_masks "$1")" = "$2" ]; }
+if [ "$(left)" -lt 60 ]; then
+        skip_time wake-groups-placed wake-groups-restored
+else
+systemd-run --quiet --scope --unit=steerdrings --slice=steerdwake "${LOADCMD[@]}" --rings 2 --threads 3 \
+        --seconds 3000 </dev/null >/dev/null 2>&1 &
+wait_for 20 test -s "$CG/$WG/cgroup.procs"
+WPID=$(head -1 "$CG/$WG/cgroup.procs" 2>/dev/null)
+wait_for 10 test "$(ls /proc/"$WPID"/task 2>/dev/null | wc -l)" -ge 7
+WG_ORIG=$(ring_masks "$WPID")
+mark=$(jmark)
+out=$(steerctl opt-in /$WG --policy latency 2>&1) || result FAIL wake-groups-opt-in "steerctl opt-in /$WG: $out"
+t0=$SECONDS
+if wait_for 40 rings_grouped "$WPID"; then
+        result PASS wake-groups-placed "two rings of 3 threads: $(ring_masks "$WPID") within $((SECONDS - t0)) s (were $WG_ORIG)"
+else
+        result FAIL wake-groups-placed "ring masks $(ring_masks "$WPID") after 40 s (were $WG_ORIG); steerd: $(journal_since "$mark" | grep -E "wakes whom|steerdrings|group" | tail -5 | paste -sd'|')"
+fi
+steerctl opt-out /$WG >/dev/null 2>&1
+if wait_for 20 rings_restored "$WPID" "$WG_ORIG"; then
+        result PASS wake-groups-restored "opted out: the ring threads' masks back to $WG_ORIG"
+else
+        result FAIL wake-groups-restored "after opt-out: $(ring_masks "$WPID"), expected $WG_ORIG"
+fi
+systemctl stop steerdrings.scope 2>/dev/null
 fi
 
 # ---- 7. a plain cgroup v2 group with the cpuset controller ----
