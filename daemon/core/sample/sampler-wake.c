@@ -233,7 +233,11 @@ int sampler_wake_sample(Sampler *s, uint64_t now_us, Snapshot *snap) {
         double wakeups = wake_needed(s, snap);
         if (wakeups <= 0) {
                 wake_stop(s);
-                s->n_partners = 0; /* nothing talks: what was seen is stale */
+                /* What was seen holds as long as an observation would: a
+                 * cgroup that dips under the threshold for a tick keeps its
+                 * groups (no release and re-placement by turns). */
+                if (now_us >= s->wake_next_us)
+                        s->n_partners = 0;
                 return 0;
         }
         if (!s->wake && !s->wake_off && now_us >= s->wake_next_us)
