@@ -41,6 +41,7 @@ typedef struct ManagerInfo {
         uint64_t mode_set_usec; /* runtime: CLOCK_REALTIME when steerctl set it, 0 if unknown */
         char *config_mode;      /* the config's Mode= */
         char *version;
+        char *wake_sampling; /* NULL from an older daemon */
         uint64_t sample_period_usec;
         Counter *counters; /* in the daemon's order */
         size_t n_counters;

@@ -78,6 +78,9 @@ static int status_to_json(const ManagerInfo *info, const CgroupList *l, json_obj
             json_add(o, "version",
                      info->version ? json_object_new_string(info->version) : json_object_new_null()) < 0 ||
             json_add(o, "sample_period_usec", json_object_new_uint64(info->sample_period_usec)) < 0 ||
+            json_add_full(o, "wake_sampling",
+                          info->wake_sampling ? json_object_new_string(info->wake_sampling) : NULL,
+                          true) < 0 ||
             json_add(o, "counters", TAKE_PTR(counters)) < 0 || json_add(o, "cgroups", cgroups) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(o);
@@ -123,6 +126,8 @@ static void print_status(const ManagerInfo *info, const CgroupList *l) {
         print_mode_source(info);
         printf("\n");
         printf("Sample period: %s\n", format_timespan(span, sizeof(span), info->sample_period_usec));
+        if (info->wake_sampling)
+                printf("Wake sampling: %s\n", info->wake_sampling);
         printf("     Counters:");
         if (info->n_counters == 0)
                 printf(" -");

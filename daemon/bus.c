@@ -157,6 +157,13 @@ static int property_get_config_mode(sd_bus *bus, const char *path, const char *i
         return sd_bus_message_append(reply, "s", mode_to_string(m->config->settings.mode));
 }
 
+static int property_get_wake_sampling(sd_bus *bus, const char *path, const char *interface,
+                                      const char *property, sd_bus_message *reply, void *userdata,
+                                      sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", sampler_wake_status(m->sampler));
+}
+
 static int property_get_period(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
@@ -435,6 +442,7 @@ static const sd_bus_vtable manager_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Counters", "a{st}", property_get_counters, 0, 0),
+        SD_BUS_PROPERTY("WakeSampling", "s", property_get_wake_sampling, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("SetMode", SD_BUS_ARGS("s", mode), SD_BUS_NO_RESULT, method_set_mode,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ResetMode", SD_BUS_NO_ARGS, SD_BUS_RESULT("b", dropped), method_reset_mode,

@@ -17,6 +17,9 @@
  *   Version           s
  *   Counters          a{st}  ticks, applied, kept, reverted, restored, failed, adopted, dropped
  *                            (dropped: actions the engine's checker refused; 0 unless a bug)
+ *   WakeSampling      s   who wakes whom (sched_waking through perf_event_open): off (WakeGroups=no),
+ *                         idle (no cgroup needs it), observing, held (the last observation holds),
+ *                         or "unavailable: <why and what to do>" (tried again at Reload)
  *
  * Methods:
  *   SetMode(s mode)                      root or polkit org.steerd1.manage

@@ -131,8 +131,10 @@ grep -Eq 'Mode: observe' <<<"$OUT" || fail "status: no 'Mode: observe': $OUT"
 grep -q "$VERSION" <<<"$OUT" || fail "status: no version $VERSION: $OUT"
 grep -q 'Sample period: 100ms' <<<"$OUT" || fail "status: no sample period: $OUT"
 grep -q 'Counters:.*ticks' <<<"$OUT" || fail "status: no counters: $OUT"
+# Nothing opted in needs who wakes whom: idle (or off by the config).
+grep -Eq 'Wake sampling: (idle|off)$' <<<"$OUT" || fail "status: no 'Wake sampling: idle': $OUT"
 sctl 0 status --json
-json_check 'j["mode"] == "observe" and j["version"] == "'"$VERSION"'" and j["sample_period_usec"] == 100000'
+json_check 'j["mode"] == "observe" and j["version"] == "'"$VERSION"'" and j["sample_period_usec"] == 100000 and j["wake_sampling"] in ("idle", "off")'
 json_check 'set(j["counters"]) >= {"ticks", "applied", "kept", "reverted", "restored", "failed", "adopted", "dropped"} and j["counters"]["dropped"] == 0'
 json_check 'isinstance(j["cgroups"], list) and all(set(c) == {"name", "policy", "source", "rule", "directory", "cpus", "threads"} for c in j["cgroups"])'
 sctl 0 status --json=pretty
@@ -390,7 +392,7 @@ want_methods = {
 want_signals = {"ModeChanged": ("s",), "LLCOverload": ("u", "b", "d"), "ActionsApplied": ("u", "s")}
 want_props = {"Mode": ("s", "read"), "ModeSource": ("s", "read"), "ModeSetUSec": ("t", "read"),
               "ConfigMode": ("s", "read"), "SamplePeriodUSec": ("t", "read"), "Version": ("s", "read"),
-              "Counters": ("a{st}", "read")}
+              "Counters": ("a{st}", "read"), "WakeSampling": ("s", "read")}
 ok = True
 for kind, got, want in (("methods", methods, want_methods), ("signals", signals, want_signals),
                         ("properties", props, want_props)):

@@ -2,10 +2,13 @@
 /* Who wakes whom: the sched_waking format parser, the fallbacks without
  * tracefs, and (as root, with tracefs) the real events on two ping-pong
  * pairs of this process's threads. */
+#include <linux/capability.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test-helpers.h"
@@ -183,11 +186,87 @@ static void test_live_pairs(void **state) {
         assert_int_equal(c.across, 0);
 }
 
+static void test_denied_hint(void **state) {
+        (void) state;
+        char hint[320];
+
+        /* Debian's level 3: CAP_PERFMON is not enough, and the remedy is said. */
+        wake_events_denied_hint(3, hint, sizeof(hint));
+        assert_non_null(strstr(hint, "perf_event_paranoid is 3"));
+        assert_non_null(strstr(hint, "CAP_SYS_ADMIN"));
+        assert_non_null(strstr(hint, "kernel.perf_event_paranoid=2"));
+        assert_non_null(strstr(hint, "reload"));
+        /* Mainline's levels: the capability is what is missing. */
+        wake_events_denied_hint(2, hint, sizeof(hint));
+        assert_non_null(strstr(hint, "CAP_PERFMON"));
+        assert_null(strstr(hint, "sysctl"));
+        /* A small buffer is cut, never overrun. */
+        char small[8];
+        wake_events_denied_hint(4, small, sizeof(small));
+        assert_int_equal(strlen(small), sizeof(small) - 1);
+}
+
+/* Drops CAP_SYS_ADMIN and CAP_PERFMON from this process's effective set. */
+static int drop_perf_caps(void) {
+        struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+        struct __user_cap_data_struct d[2] = {};
+
+        if (syscall(SYS_capget, &h, d) < 0)
+                return -errno;
+        d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+        d[CAP_PERFMON / 32].effective &= ~(1u << (CAP_PERFMON % 32));
+        return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
+}
+
+/* Without the capabilities (as steerd's unit runs on a Debian kernel at
+ * level 3, or anywhere without CAP_PERFMON) the open is refused, nothing
+ * stays open, and why says what to do for this host's level. */
+static void test_live_denied(void **state) {
+        (void) state;
+        _cleanup_(rootdir_freep) RootDir *host = NULL;
+        _cleanup_(freep) char *text = NULL;
+
+        if (geteuid() != 0 || !have_tracefs()) {
+                print_message("skipped: needs root and tracefs (sched:sched_waking)\n");
+                skip();
+        }
+        assert_int_equal(rootdir_open("/", &host), 0);
+        assert_int_equal(rootdir_read_file(host, "/proc/sys/kernel/perf_event_paranoid", &text, NULL), 0);
+        int paranoid = atoi(text);
+        if (paranoid < 1) {
+                /* Levels below 1 let anyone open per-CPU events. */
+                print_message("skipped: kernel.perf_event_paranoid is %d: nothing is refused\n", paranoid);
+                skip();
+        }
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                _cleanup_(rootdir_freep) RootDir *root = NULL;
+                _cleanup_cpuset_ CpuSet cpus = hwloc_bitmap_alloc();
+                WakeEvents *w = NULL;
+                char why[512] = "", hint[320];
+
+                hwloc_bitmap_set(cpus, 0);
+                if (drop_perf_caps() < 0 || rootdir_open("/", &root) < 0)
+                        _exit(2);
+                int r = wake_events_open(root, cpus, 1, &w, why, sizeof(why));
+                wake_events_denied_hint(paranoid, hint, sizeof(hint));
+                fprintf(stderr, "without CAP_SYS_ADMIN and CAP_PERFMON: %d, %s\n", r, why);
+                _exit(r == -EACCES && !w && strstr(why, "cpu 0): Permission denied") && strstr(why, hint)
+                              ? 0
+                              : 1);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parse_format),
-                cmocka_unit_test(test_no_tracefs),
-                cmocka_unit_test(test_live_pairs),
+                cmocka_unit_test(test_parse_format), cmocka_unit_test(test_no_tracefs),
+                cmocka_unit_test(test_live_pairs),   cmocka_unit_test(test_denied_hint),
+                cmocka_unit_test(test_live_denied),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,7 +60,7 @@ CHECKS=(install cgroup-v2 analyze-verify two-llcs unit-cpuset-enabled start syst
         unit-allowedcpus-follows-plan steerctl-status
         scope-systemd-backend scope-original-cpus scope-allowedcpus-follows-plan scope-restored-on-opt-out
         slice-service-systemd-backend slice-service-original-cpus slice-service-restored-on-opt-out
-        wake-groups-placed wake-groups-restored
+        wake-groups-refused wake-groups-placed wake-groups-restored
         v2-cpuset-backend v2-cpuset-written v2-cpuset-restored v2-thread-masks-restored
         steerctl-status-unprivileged steerctl-mode-denied-unprivileged reload reload-bad-config
         stop-restores-unit
@@ -610,7 +610,10 @@ fi
 # Each ring passes a token around through pipes: a group that talks among
 # itself and never to the other ring. steerd samples sched_waking (the
 # unit's CAP_PERFMON and perf_event_open), finds the two groups and pins
-# each to its own core.
+# each to its own core. Debian's kernel sets kernel.perf_event_paranoid=3,
+# a level of its own under which only CAP_SYS_ADMIN opens events: steerd
+# must say so once with the remedy, keep running, and find the groups after
+# the operator's `sysctl kernel.perf_event_paranoid=2` and a reload.
 
 WG=steerdwake.slice/steerdrings.scope
 ring_masks() { # ring_masks PID -> "m1 m2 m3|m4 m5 m6" of the ring threads (tids after the main one)
@@ -636,9 +639,12 @@ rings_grouped() { # each ring on one mask narrower than every CPU, the two apart
                 [ "$1" != "$(cpulist 0-$(($(nproc --all) - 1)))" ]
 }
 rings_restored() { [ "$(ring_masks "$1")" = "$2" ]; }
-if [ "$(left)" -lt 60 ]; then
-        skip_time wake-groups-placed wake-groups-restored
+wake_sampling() { steerctl status --json 2>/dev/null | jq -r '.wake_sampling // empty'; }
+wake_refused() { [[ "$(wake_sampling)" == unavailable:* ]]; }
+if [ "$(left)" -lt 80 ]; then
+        skip_time wake-groups-refused wake-groups-placed wake-groups-restored
 else
+PARANOID=$(cat /proc/sys/kernel/perf_event_paranoid)
 systemd-run --quiet --scope --unit=steerdrings --slice=steerdwake "${LOADCMD[@]}" --rings 2 --threads 3 \
         --seconds 3000 </dev/null >/dev/null 2>&1 &
 wait_for 20 test -s "$CG/$WG/cgroup.procs"
@@ -647,11 +653,31 @@ wait_for 10 test "$(ls /proc/"$WPID"/task 2>/dev/null | wc -l)" -ge 7
 WG_ORIG=$(ring_masks "$WPID")
 mark=$(jmark)
 out=$(steerctl opt-in /$WG --policy latency 2>&1) || result FAIL wake-groups-opt-in "steerctl opt-in /$WG: $out"
+if [ "$PARANOID" -gt 2 ]; then
+        if wait_for 30 wake_refused; then
+                sleep 4 # a second notice would come at the next tick that wants the signal
+                said=$(journal_since "$mark" | grep -c "Not sampling who wakes whom")
+                why=$(journal_since "$mark" | grep "Not sampling who wakes whom" | tail -1)
+                if [ "$said" = 1 ] && steerd_active && [[ $why == *"perf_event_paranoid=2"* ]] &&
+                        ! rings_grouped "$WPID"; then
+                        result PASS wake-groups-refused "kernel.perf_event_paranoid=$PARANOID: said once ($why), still active, rings not split: $(ring_masks "$WPID"); status: $(wake_sampling)"
+                else
+                        result FAIL wake-groups-refused "kernel.perf_event_paranoid=$PARANOID: said $said times, active $(systemctl is-active steerd), rings $(ring_masks "$WPID"); line: $why"
+                fi
+        else
+                result FAIL wake-groups-refused "kernel.perf_event_paranoid=$PARANOID: WakeSampling '$(wake_sampling)' after 30 s, expected unavailable: ...; steerd: $(journal_since "$mark" | grep -E "wakes whom|steerdrings" | tail -3 | paste -sd'|')"
+        fi
+        # What the notice tells the operator to do.
+        sysctl -q -w kernel.perf_event_paranoid=2
+        systemctl reload steerd
+else
+        skip_cap "kernel.perf_event_paranoid is $PARANOID (events are not refused)" wake-groups-refused
+fi
 t0=$SECONDS
 if wait_for 40 rings_grouped "$WPID"; then
         result PASS wake-groups-placed "two rings of 3 threads: $(ring_masks "$WPID") within $((SECONDS - t0)) s (were $WG_ORIG)"
 else
-        result FAIL wake-groups-placed "ring masks $(ring_masks "$WPID") after 40 s (were $WG_ORIG); steerd: $(journal_since "$mark" | grep -E "wakes whom|steerdrings|group" | tail -5 | paste -sd'|')"
+        result FAIL wake-groups-placed "ring masks $(ring_masks "$WPID") after 40 s (were $WG_ORIG); WakeSampling '$(wake_sampling)'; steerd: $(journal_since "$mark" | grep -E "wakes whom|steerdrings|group" | tail -5 | paste -sd'|')"
 fi
 steerctl opt-out /$WG >/dev/null 2>&1
 if wait_for 20 rings_restored "$WPID" "$WG_ORIG"; then
@@ -660,6 +686,7 @@ else
         result FAIL wake-groups-restored "after opt-out: $(ring_masks "$WPID"), expected $WG_ORIG"
 fi
 systemctl stop steerdrings.scope 2>/dev/null
+sysctl -q -w kernel.perf_event_paranoid="$PARANOID"
 fi
 
 # ---- 7. a plain cgroup v2 group with the cpuset controller ----

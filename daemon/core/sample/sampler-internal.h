@@ -164,7 +164,7 @@ struct Sampler {
         size_t n_partners;
         bool wake_wanted;                 /* the mode may place groups (default: yes) */
         bool wake_off;                    /* not available: said once, not tried again until a reload */
-        char wake_status[320];
+        char wake_status[600];
 };
 
 static inline int sampler_read_file(const Sampler *s, const char *path, char **ret) {

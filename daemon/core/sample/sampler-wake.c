@@ -209,7 +209,7 @@ void sampler_wake_done(Sampler *s) {
 
 static void wake_start(Sampler *s, const Snapshot *snap, uint64_t now_us, double wakeups) {
         _cleanup_cpuset_ CpuSet online = NULL;
-        char why[256] = "";
+        char why[512] = "";
 
         if (snapshot_online_cpus(snap, &online) < 0)
                 return;
@@ -274,6 +274,8 @@ void sampler_set_wake_wanted(Sampler *s, bool wanted) {
 }
 
 const char *sampler_wake_status(const Sampler *s) {
+        if (!s->settings.wake_groups)
+                return "off";
         if (s->wake_off)
                 return s->wake_status;
         if (s->wake)

@@ -117,6 +117,31 @@ static int open_cpu(WakeEvents *w, uint64_t id, int cpu, WakeBuffer *b) {
         return 0;
 }
 
+void wake_events_denied_hint(int paranoid, char *buf, size_t size) {
+        if (paranoid > 2)
+                snprintf(buf, size,
+                         "kernel.perf_event_paranoid is %d: Debian's and Ubuntu's kernels then open events "
+                         "only for CAP_SYS_ADMIN, which steerd's unit does not give it; "
+                         "`sysctl kernel.perf_event_paranoid=2` lets its CAP_PERFMON do, then "
+                         "`systemctl reload steerd`",
+                         paranoid);
+        else
+                snprintf(buf, size, "steerd needs CAP_PERFMON (or CAP_SYS_ADMIN) to open it");
+}
+
+/* Appends to why the remedy for a refused open. */
+static void denied_why(const RootDir *root, int cpu, int r, char *why, size_t why_size) {
+        _cleanup_(freep) char *text = NULL;
+        char hint[320];
+        int paranoid = 2;
+
+        if (rootdir_read_file(root, "/proc/sys/kernel/perf_event_paranoid", &text, NULL) >= 0)
+                paranoid = atoi(text);
+        wake_events_denied_hint(paranoid, hint, sizeof(hint));
+        snprintf(why, why_size, "perf_event_open(sched:sched_waking, cpu %d): %s (%s)", cpu, strerror(-r),
+                 hint);
+}
+
 int wake_events_open(const RootDir *root, hwloc_const_bitmap_t cpus, unsigned period, WakeEvents **ret,
                      char *why, size_t why_size) {
         _cleanup_(wake_events_closep) WakeEvents *w = NULL;
@@ -143,6 +168,10 @@ int wake_events_open(const RootDir *root, hwloc_const_bitmap_t cpus, unsigned pe
                 return -ENOMEM;
         hwloc_bitmap_foreach_begin(cpu, cpus) {
                 r = open_cpu(w, id, cpu, &w->bufs[w->n_bufs]);
+                if (r == -EACCES || r == -EPERM) {
+                        denied_why(root, cpu, r, why, why_size);
+                        return r;
+                }
                 if (r < 0) {
                         snprintf(why, why_size, "perf_event_open(sched:sched_waking, cpu %d): %s", cpu,
                                  strerror(-r));

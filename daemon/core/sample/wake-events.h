@@ -39,5 +39,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(WakeEvents *, wake_events_close);
 int wake_events_drain(WakeEvents *w, wake_event_cb cb, void *userdata, uint64_t *ret_lost);
 unsigned wake_events_period(const WakeEvents *w);
 
+/* What to do about a refused open, for kernel.perf_event_paranoid =
+ * paranoid: a sentence into buf. */
+void wake_events_denied_hint(int paranoid, char *buf, size_t size);
+
 /* Parses a tracepoint format file: the offset of its "pid" field. */
 int wake_events_parse_format(const char *text, unsigned *ret_offset);
