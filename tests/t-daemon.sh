@@ -17,6 +17,10 @@ command -v python3 >/dev/null || { echo "SKIP: python3 needed"; exit 77; }
 ALL=$(cat "$CPUSET/cpuset.effective_cpus" 2>/dev/null || cat "$CPUSET/cpuset.cpus")
 MEMS=$(cat "$CPUSET/cpuset.mems")
 
+. "$(dirname "$(readlink -f "$0")")/tools/one-llc.sh"
+one_llc_args "$STEERD" "$ALL" || { echo "SKIP: $TOPO_NOTE"; exit 77; }
+echo "topology: $TOPO_NOTE"
+
 TMP=$(mktemp -d)
 PREFIX=steerd-t$$
 PIDS=()
@@ -57,7 +61,8 @@ masks_of() { # pid -> "tid:mask" lines
 }
 
 start_daemon() { # config log
-        "$STEERD" --config "$1" --runtime-dir "$TMP/state" --state-dir "$TMP/lib" --foreground >"$2" 2>&1 &
+        "$STEERD" --config "$1" --runtime-dir "$TMP/state" --state-dir "$TMP/lib" --foreground "${TOPO_ARGS[@]}" \
+                >"$2" 2>&1 &
         DAEMON=$!
 }
 

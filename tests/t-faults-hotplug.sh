@@ -23,6 +23,7 @@ if [ "${STEERD_TEST_HOTPLUG:-0}" != 1 ]; then
         exit 77
 fi
 NAME=steerd-hotplug
+LIVE_TOPOLOGY=1
 source "$(dirname "$(readlink -f "$0")")/tools/lib-steerd-test.sh"
 ONLINE=/sys/devices/system/cpu/cpu$LAST/online
 [ -w "$ONLINE" ] || { echo "SKIP: CPU $LAST cannot be taken offline ($ONLINE missing)"; exit 77; }

@@ -28,6 +28,15 @@ read -r -a CPUV <<<"$("$PY" -S "$HELPER" list "$ALL")"
 [ "${#CPUV[@]}" -ge 2 ] || { echo "SKIP: needs 2 CPUs or more in $CPUSET (has $ALL)"; exit 77; }
 FIRST=${CPUV[0]}
 LAST=${CPUV[-1]}
+# A window needs one LLC over the test's CPUs (tools/one-llc.sh); a test
+# that must see the live topology (hotplug) sets LIVE_TOPOLOGY=1.
+. "$TOOLS/one-llc.sh"
+one_llc_args "$STEERD" "$ALL" || { echo "SKIP: $TOPO_NOTE"; exit 77; }
+if [ "${LIVE_TOPOLOGY:-0}" = 1 ] && [ ${#TOPO_ARGS[@]} -gt 0 ]; then
+        echo "SKIP: $TOPO_NOTE, and this test needs the live topology"
+        exit 77
+fi
+echo "topology: $TOPO_NOTE"
 
 TMP=$(mktemp -d)
 NAME=${NAME:-steerd-test}$$
@@ -63,7 +72,8 @@ fail() {
 
 mkdir "$TOP" && echo "$MEMS" >"$TOP/cpuset.mems" && echo "$ALL" >"$TOP/cpuset.cpus" || fail "cannot create $TOP"
 mkdir -m 0700 "$RUN"
-ISO=("$TOOLS/in-cgroup-ns.sh" "$TOP" "$CPUSET" "$STEERD" --runtime-dir "$RUN" --state-dir "$TMP/lib" --foreground)
+ISO=("$TOOLS/in-cgroup-ns.sh" "$TOP" "$CPUSET" "$STEERD" --runtime-dir "$RUN" --state-dir "$TMP/lib" --foreground
+        "${TOPO_ARGS[@]}")
 
 mkgroup() {
         mkdir -p "$TOP/$1"
