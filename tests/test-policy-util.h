@@ -48,6 +48,7 @@ static inline Snapshot *topo_new_ids(unsigned n_llcs, unsigned cores, unsigned s
         qsort(s->cpus, n, sizeof(CpuSample), topo_cpu_cmp);
         for (unsigned l = 0; l < n_llcs; l++) {
                 s->llcs[l].id = l;
+                s->llcs[l].package = -1; /* unknown: topo_set_package() says */
                 s->llcs[l].cpus = hwloc_bitmap_alloc();
                 assert_non_null(s->llcs[l].cpus);
         }
@@ -58,6 +59,12 @@ static inline Snapshot *topo_new_ids(unsigned n_llcs, unsigned cores, unsigned s
 
 static inline Snapshot *topo_new(unsigned n_llcs, unsigned cores, unsigned smt, uint64_t time_us) {
         return topo_new_ids(n_llcs, cores, smt, NULL, time_us);
+}
+
+/* LLCs first..first+n-1 are in package pkg. */
+static inline void topo_set_package(Snapshot *s, unsigned first, unsigned n, int pkg) {
+        for (unsigned l = first; l < first + n && l < s->n_llcs; l++)
+                s->llcs[l].package = pkg;
 }
 
 static inline CpuSample *topo_cpu(Snapshot *s, unsigned cpu) {

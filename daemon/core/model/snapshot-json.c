@@ -25,7 +25,8 @@ static json_object *llc_to_json(const LlcSample *l) {
             json_add(o, "util", json_double_1(l->util)) < 0 ||
             json_add(o, "boosted", json_double_1(l->boosted)) < 0 ||
             json_add(o, "nr_idle_scan", json_object_new_int64(l->nr_idle_scan)) < 0 ||
-            json_add(o, "overloaded", json_object_new_boolean(l->overloaded)) < 0)
+            json_add(o, "overloaded", json_object_new_boolean(l->overloaded)) < 0 ||
+            (l->package >= 0 && json_add(o, "package", json_object_new_int(l->package)) < 0))
                 return NULL;
         return TAKE_PTR(o);
 }
@@ -342,6 +343,11 @@ static int parse_llcs(const Ctx *x, json_object *o, Snapshot *s) {
                 if ((size_t) id != i)
                         return log_parse_error(x->file, x->line,
                                                "llcs[%zu] has id %d: ids must be 0..n-1 in order", i, id);
+                /* Optional: recordings from before it have none. */
+                ls->package = -1;
+                if (json_object_object_get_ex(l, "package", NULL) &&
+                    get_int(x, l, "package", -1, INT32_MAX, &ls->package) < 0)
+                        return -EBADMSG;
                 ls->id = (unsigned) id;
                 ls->weight = (unsigned) weight;
                 ls->nr_idle_scan = (unsigned) nr;

@@ -53,6 +53,7 @@ typedef struct LlcSample {
         double boosted;        /* mean per online CPU, 0..1024 */
         unsigned nr_idle_scan; /* SIS_UTIL, 0..weight */
         bool overloaded;       /* output only: policy_mark_overloaded() sets it, the policy never reads it */
+        int package;           /* the package that holds it (hwloc logical index), -1 if unknown */
 } LlcSample;
 
 /* Who a thread talks to (sampled sched_waking, both directions counted):

@@ -105,39 +105,47 @@ static int explain_guard_layer(Explanation *e, const Settings *st, const CgroupS
                    bo->until_us > now_us ? b : "");
 }
 
-/* A window held, or one the cgroup may get. */
-static int explain_window_placed(Explanation *e, const CgroupState *c, const LlcSample *l) {
-        unsigned id = l ? l->id : 0, nr = l ? l->nr_idle_scan : 0, w = l ? l->weight : 0;
+/* A window held, or one the cgroup may get; where: "LLC 3", or the
+ * merged domain's label. */
+static int explain_window_placed(Explanation *e, const CgroupState *c, const LlcSample *l, const char *where) {
+        unsigned nr = l ? l->nr_idle_scan : 0, w = l ? l->weight : 0;
         double util = l ? pct(l->util) : 0;
         char m[CPUSET_STRLEN];
 
         if (c->window_gate == WINDOW_GATE_HELD)
-                return say(e, "window",
-                           "window %s held in LLC %u (util %.0f%%, nr_idle_scan %u of %u); demand %.0f",
-                           c->window.mask ? cpuset_to_string(c->window.mask, m, sizeof(m)) : "-", id, util,
+                return say(e, "window", "window %s held in %s (util %.0f%%, nr_idle_scan %u of %u); demand %.0f",
+                           c->window.mask ? cpuset_to_string(c->window.mask, m, sizeof(m)) : "-", where, util,
                            nr, w, c->window_gate_demand);
         if (c->window.mask)
                 return say(e, "window",
-                           "window %s placed in LLC %u: overloaded (util %.0f%% >= %.0f%%, nr_idle_scan %u "
+                           "window %s placed in %s: overloaded (util %.0f%% >= %.0f%%, nr_idle_scan %u "
                            "of %u); "
                            "demand %.0f",
-                           cpuset_to_string(c->window.mask, m, sizeof(m)), id, util,
+                           cpuset_to_string(c->window.mask, m, sizeof(m)), where, util,
                            overload_threshold_pct(), nr, w, c->window_gate_demand);
         return say(e, "window",
-                   "may get a window in LLC %u (overloaded: util %.0f%%, nr_idle_scan %u of %u; demand "
+                   "may get a window in %s (overloaded: util %.0f%%, nr_idle_scan %u of %u; demand "
                    "%.0f); none "
                    "placed (no core that helps, or residency)",
-                   id, util, nr, w, c->window_gate_demand);
+                   where, util, nr, w, c->window_gate_demand);
 }
 
 static int explain_window(Explanation *e, const Snapshot *snap, const Settings *st, const CgroupSample *cg,
                           const CgroupState *c, uint64_t now_us) {
-        const LlcSample *l = c->window_gate_llc >= 0 && (size_t) c->window_gate_llc < snap->n_llcs
-                                     ? &snap->llcs[c->window_gate_llc]
-                                     : NULL;
+        _cleanup_(policy_domains_done) WindowDomains doms = {};
+        int r = policy_domains_build(snap, &doms);
+        if (r < 0)
+                return r;
+        const WindowDomain *d = policy_domain_by_id(&doms, c->window_gate_llc);
+        const LlcSample *l = d ? &d->view : NULL;
         unsigned id = l ? l->id : 0, nr = l ? l->nr_idle_scan : 0, w = l ? l->weight : 0;
         double util = l ? pct(l->util) : 0;
-        char s[32];
+        char s[32], where[64];
+
+        if (d && d->n_llcs > 1)
+                snprintf(where, sizeof(where), "%s", d->label);
+        else
+                snprintf(where, sizeof(where), "LLC %u", id);
 
         switch (c->window_gate) {
         case WINDOW_GATE_UNSEEN:
@@ -156,19 +164,19 @@ static int explain_window(Explanation *e, const Snapshot *snap, const Settings *
         case WINDOW_GATE_NO_DEMAND:
                 return say(e, "window", "no window: its threads used no CPU");
         case WINDOW_GATE_SMALL_LLC:
-                return say(e, "window", "no window: LLC %u has %u CPUs < MinLLCCPUs %u", id, w,
+                return say(e, "window", "no window: %s has %u CPUs < MinLLCCPUs %u", where, w,
                            st->min_llc_cpus);
         case WINDOW_GATE_CALM:
                 return say(e, "window",
-                           "no window: LLC %u calm: util %.0f%%, nr_idle_scan %u of %u >= %.0f%% "
+                           "no window: %s calm: util %.0f%%, nr_idle_scan %u of %u >= %.0f%% "
                            "(WindowWidenScanPercent)",
-                           id, util, nr, w, st->window_widen_scan_percent);
+                           where, util, nr, w, st->window_widen_scan_percent);
         case WINDOW_GATE_NOT_OVERLOADED:
                 return say(e, "window",
-                           "no window: LLC %u util %.0f%% < %.0f%% overloaded threshold (nr_idle_scan %u of "
+                           "no window: %s util %.0f%% < %.0f%% overloaded threshold (nr_idle_scan %u of "
                            "%u, "
                            "not below half)",
-                           id, util, overload_threshold_pct(), nr, w);
+                           where, util, overload_threshold_pct(), nr, w);
         case WINDOW_GATE_BALANCE_HOMES:
                 return say(e, "window", "no window: balancing moved some of its threads to another LLC");
         case WINDOW_GATE_TOO_LIGHT:
@@ -178,13 +186,13 @@ static int explain_window(Explanation *e, const Snapshot *snap, const Settings *
                            WINDOW_MIN_DEMAND_PERCENT);
         case WINDOW_GATE_SPREAD:
                 return say(e, "window",
-                           "no window: only %.0f of its demand %.0f runs in LLC %u (not over half)",
-                           c->window_gate_in_home, c->window_gate_demand, id);
+                           "no window: only %.0f of its demand %.0f runs in %s (not over half)",
+                           c->window_gate_in_home, c->window_gate_demand, where);
         case WINDOW_GATE_NOT_HERE:
-                return say(e, "window", "no window: none of the CPUs it may use are in LLC %u", id);
+                return say(e, "window", "no window: none of the CPUs it may use are in %s", where);
         case WINDOW_GATE_HELD:
         case WINDOW_GATE_CANDIDATE:
-                return explain_window_placed(e, c, l);
+                return explain_window_placed(e, c, l, where);
         case _WINDOW_GATE_MAX:
         default:
                 break;

@@ -10,6 +10,7 @@
  *                       restores (validate, fixup)
  *   policy-balance.c    moves between LLCs (DESIGN.md 1.3)
  *   policy-window.c     the scan window within an LLC (DESIGN.md 1.1)
+ *   policy-domain.c     leaf: where windows go: an LLC, or a package's one-core LLCs
  *   policy-sticky.c     prev-CPU pins and their release (DESIGN.md 1.2)
  *   policy-pair.c       a pair of talking threads pinned together, or not at all
  *   policy-guard.c      experiments judged (wait, pressure, progress), reverted (DESIGN.md 1.4)
@@ -170,6 +171,36 @@ struct PolicyState {
         PolicyCounters counters;
 };
 
+/* Where the window policy places windows: an LLC, or, where LLCs hold one
+ * core each (a VM that shows an L3 per vCPU, Ampere Altra's private L2s),
+ * all such LLCs of one package together. A one-core LLC has no wakeup scan
+ * to bound and no core to share within it, yet the threads of a group
+ * still gain from sharing a core (measured on a 2-vCPU VM with an L3 per
+ * vCPU: four hackbench groups pinned two per CPU, 0.947 of the kernel's
+ * time, docs/DECISIONS.md). An LLC of two or more cores is a domain of its
+ * own, however small (MinLLCCPUs decides about it). */
+typedef struct WindowDomain {
+        int id;         /* its first LLC's index: what CgroupState.window_llc holds */
+        LlcSample view; /* the LLC's figures, or the merged LLCs' (view.cpus then owned) */
+        unsigned n_llcs;
+        CpuSet online; /* its online CPUs */
+        char label[48]; /* "llc 3", or "llcs 0-1 (package 0)" for reasons */
+} WindowDomain;
+
+typedef struct WindowDomains {
+        WindowDomain *d;
+        size_t n;
+        int *llc_domain; /* per LLC of the snapshot: its domain's index in d */
+} WindowDomains;
+
+/* policy-domain.c */
+int policy_domains_build(const Snapshot *snap, WindowDomains *ret);
+void policy_domains_done(WindowDomains *w);
+/* The domain whose id is id (an LLC index), NULL if none. */
+const WindowDomain *policy_domain_by_id(const WindowDomains *w, int id);
+/* The id of the one domain a mask lies in, else -1. */
+int policy_mask_domain(const Snapshot *snap, const WindowDomains *w, hwloc_const_bitmap_t mask);
+
 /* One tick's working set. */
 typedef struct PolicyCtx {
         const Snapshot *snap;
@@ -187,7 +218,14 @@ typedef struct PolicyCtx {
         CpuSet *core_cpus;
         double *core_util;
         int *core_llc;
+        WindowDomains domains;
 } PolicyCtx;
+
+/* The window domain (its index in ctx->domains) of a core, -1 if none. */
+static inline int policy_core_domain(const PolicyCtx *ctx, int core) {
+        int llc = core >= 0 && (size_t) core < ctx->n_cores ? ctx->core_llc[core] : -1;
+        return llc >= 0 ? ctx->domains.llc_domain[llc] : -1;
+}
 
 /* The LLC's index in the snapshot (what CpuSample.llc refers to). */
 static inline int policy_llc_index(const PolicyCtx *ctx, const LlcSample *l) {

@@ -56,9 +56,9 @@ typedef struct Cand {
 } Cand;
 
 typedef struct Home {
-        int llc;        /* -1: no demand anywhere */
+        int llc;        /* its home window domain (index in ctx->domains), -1: no demand anywhere */
         double demand;  /* Σ util of all its threads */
-        double in_home; /* of which on its home LLC */
+        double in_home; /* of which on its home domain */
 } Home;
 
 static int slot_cmp(const void *a, const void *b) {
@@ -97,7 +97,8 @@ static int thread_core(const PolicyCtx *ctx, const ThreadSample *ts) {
 
 static int compute_homes(const PolicyCtx *ctx, Home *homes) {
         const Snapshot *snap = ctx->snap;
-        _cleanup_(freep) double *per_llc = calloc(MAX(snap->n_llcs, (size_t) 1), sizeof(double));
+        size_t n = ctx->domains.n;
+        _cleanup_(freep) double *per_llc = calloc(MAX(n, (size_t) 1), sizeof(double));
 
         if (!per_llc)
                 return -ENOMEM;
@@ -106,17 +107,17 @@ static int compute_homes(const PolicyCtx *ctx, Home *homes) {
                 homes[i] = (Home){.llc = -1};
                 if (!c)
                         continue;
-                memset(per_llc, 0, snap->n_llcs * sizeof(double));
+                memset(per_llc, 0, n * sizeof(double));
                 for (size_t k = 0; k < c->sample->n_threads; k++) {
                         const ThreadSample *ts = &c->sample->threads[k];
-                        int core = thread_core(ctx, ts);
+                        int d = policy_core_domain(ctx, thread_core(ctx, ts));
                         double u = MAX(ts->util, 0.0);
 
                         homes[i].demand += u;
-                        if (core >= 0 && ctx->core_llc[core] >= 0)
-                                per_llc[ctx->core_llc[core]] += u;
+                        if (d >= 0)
+                                per_llc[d] += u;
                 }
-                for (size_t l = 0; l < snap->n_llcs; l++)
+                for (size_t l = 0; l < n; l++)
                         if (per_llc[l] > 0 && (homes[i].llc < 0 || per_llc[l] > homes[i].in_home)) {
                                 homes[i].llc = (int) l;
                                 homes[i].in_home = per_llc[l];
@@ -133,7 +134,8 @@ static void account(Slot **chosen, size_t n, double demand) {
 }
 
 typedef struct LlcWork {
-        const LlcSample *llc;
+        const WindowDomain *dom;
+        const LlcSample *llc; /* &dom->view */
         Slot *slots;
         size_t n_slots;
         Slot **order;  /* scratch, n_slots */
@@ -266,8 +268,8 @@ static int outgrown(PolicyCtx *ctx, LlcWork *w, const Cand *cand, hwloc_const_bi
          * others come back, is not held up. */
         bool flap = !policy_cgroup_threads_resident(ctx, c);
         uint64_t off_us = flap ? policy_backoff_us(ctx->settings, &c->backoff[ACTION_POLICY_WINDOW]) : 0;
-        snprintf(reason, sizeof(reason), "llc %u: demand %.0f needs all of %s; %s %" PRIu64 " ms",
-                 w->llc->id, cand->demand, cpuset_to_string(base, buf, sizeof(buf)),
+        snprintf(reason, sizeof(reason), "%s: demand %.0f needs all of %s; %s %" PRIu64 " ms",
+                 w->dom->label, cand->demand, cpuset_to_string(base, buf, sizeof(buf)),
                  flap ? "window backs off" : "the window had been held for at least",
                  (uint64_t) ((flap ? off_us : policy_residency_us(ctx->settings)) / USEC_PER_MSEC));
         r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
@@ -283,9 +285,9 @@ static int set_window(PolicyCtx *ctx, LlcWork *w, const Cand *cand, const Window
         int r;
 
         snprintf(reason, sizeof(reason),
-                 "llc %u nr_idle_scan %u %s weight %u (util %.0f); demand %.0f +%.0f%% -> %u cpus, share %u "
+                 "%s nr_idle_scan %u %s weight %u (util %.0f); demand %.0f +%.0f%% -> %u cpus, share %u "
                  "cpus, scan %u cpus, min %u cores -> %u cores, %u cpus",
-                 llc->id, llc->nr_idle_scan, policy_llc_overloaded(llc) ? "< half of" : "of", llc->weight,
+                 w->dom->label, llc->nr_idle_scan, policy_llc_overloaded(llc) ? "< half of" : "of", llc->weight,
                  llc->util, cand->demand, MAX(ctx->settings->window_headroom, 0.0) * 100, size->demand_cpus,
                  size->share_cpus, size->scan_cpus, size->need_cores, cores, cpus);
         r = policy_cgroup_set_layer(ctx, cand->c, ACTION_POLICY_WINDOW, w->mask, reason);
@@ -295,7 +297,7 @@ static int set_window(PolicyCtx *ctx, LlcWork *w, const Cand *cand, const Window
                 Experiment *e = &cand->c->window.exp;
                 double progress = policy_cgroup_progress(ctx->settings, cand->c->sample);
 
-                cand->c->window_llc = policy_llc_index(ctx, llc);
+                cand->c->window_llc = w->dom->id;
                 account(w->chosen, n_chosen, cand->demand);
                 /* A new trial of a request/response cgroup is judged by its
                  * progress too (a growing window keeps its first trial's). */
@@ -346,9 +348,10 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
         return set_window(ctx, w, cand, &size, n_chosen, cpus, cores);
 }
 
-static void note_gate(CgroupState *c, WindowGate g, int llc, const Home *h) {
+/* domain: an index in ctx->domains, -1 for none; the cgroup records its id. */
+static void note_gate(const PolicyCtx *ctx, CgroupState *c, WindowGate g, int domain, const Home *h) {
         c->window_gate = g;
-        c->window_gate_llc = llc;
+        c->window_gate_llc = domain >= 0 ? ctx->domains.d[domain].id : -1;
         c->window_gate_demand = h->demand;
         c->window_gate_in_home = h->in_home;
 }
@@ -356,10 +359,11 @@ static void note_gate(CgroupState *c, WindowGate g, int llc, const Home *h) {
 /* The gates of a new window, in one place: collect_cands() keeps the
  * candidates and held ones, policy_explain() says which gate stopped the
  * others. */
-static WindowGate window_gate(const PolicyCtx *ctx, const CgroupState *c, const LlcSample *llc,
+static WindowGate window_gate(const PolicyCtx *ctx, const CgroupState *c, const WindowDomain *dom,
                               const Home *h) {
         const Settings *st = ctx->settings;
-        int index = policy_llc_index(ctx, llc);
+        const LlcSample *llc = &dom->view;
+        int index = (int) (dom - ctx->domains.d);
 
         if (c->acted)
                 return WINDOW_GATE_ACTED;
@@ -368,7 +372,7 @@ static WindowGate window_gate(const PolicyCtx *ctx, const CgroupState *c, const 
         if (policy_backed_off(c, ACTION_POLICY_WINDOW, ctx->now_us))
                 return WINDOW_GATE_BACKED_OFF;
         if (c->window.mask)
-                return c->window_llc == index ? WINDOW_GATE_HELD : WINDOW_GATE_UNSEEN;
+                return c->window_llc == dom->id ? WINDOW_GATE_HELD : WINDOW_GATE_UNSEEN;
         if (!policy_llc_overloaded(llc))
                 return WINDOW_GATE_NOT_OVERLOADED;
         if (policy_cgroup_holds_thread_homes(c))
@@ -384,30 +388,32 @@ static WindowGate window_gate(const PolicyCtx *ctx, const CgroupState *c, const 
 
 /* A calm LLC, or one too small for windows (MinLLCCPUs): every window in it
  * goes back. */
-static int widen_all(PolicyCtx *ctx, const LlcSample *llc, bool small, const Home *homes) {
+static int widen_all(PolicyCtx *ctx, const WindowDomain *dom, bool small, const Home *homes) {
         const Settings *st = ctx->settings;
+        const LlcSample *llc = &dom->view;
+        int index = (int) (dom - ctx->domains.d);
         int r;
 
         for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
                 char reason[256];
 
-                if (c && !c->acted && homes[i].llc == policy_llc_index(ctx, llc))
-                        note_gate(c,
+                if (c && !c->acted && homes[i].llc == index)
+                        note_gate(ctx, c,
                                   !policy_enabled(st, c->sample->policy, ACTION_POLICY_WINDOW)
                                           ? WINDOW_GATE_DISABLED
                                   : small ? WINDOW_GATE_SMALL_LLC
                                           : WINDOW_GATE_CALM,
                                   homes[i].llc, &homes[i]);
 
-                if (!c || c->acted || !c->window.mask || c->window_llc != policy_llc_index(ctx, llc))
+                if (!c || c->acted || !c->window.mask || c->window_llc != dom->id)
                         continue;
                 if (small)
-                        snprintf(reason, sizeof(reason), "llc %u weight %u < MinLLCCPUs %u", llc->id,
+                        snprintf(reason, sizeof(reason), "%s weight %u < MinLLCCPUs %u", dom->label,
                                  llc->weight, st->min_llc_cpus);
                 else
                         snprintf(reason, sizeof(reason),
-                                 "llc %u calm: nr_idle_scan %u >= %.0f%% of weight %u (util %.0f)", llc->id,
+                                 "%s calm: nr_idle_scan %u >= %.0f%% of weight %u (util %.0f)", dom->label,
                                  llc->nr_idle_scan, st->window_widen_scan_percent, llc->weight, llc->util);
                 r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
                 if (r < 0)
@@ -418,22 +424,22 @@ static int widen_all(PolicyCtx *ctx, const LlcSample *llc, bool small, const Hom
 
 /* The cgroups that keep their window in the LLC or may get one, held ones
  * first, then by demand (cand_cmp()). Returns how many. */
-static size_t collect_cands(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, Cand *cands) {
-        int index = policy_llc_index(ctx, llc);
+static size_t collect_cands(PolicyCtx *ctx, const WindowDomain *dom, const Home *homes, Cand *cands) {
+        int index = (int) (dom - ctx->domains.d);
         size_t n = 0;
 
         for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
                 if (!c)
                         continue;
-                WindowGate g = window_gate(ctx, c, llc, &homes[i]);
+                WindowGate g = window_gate(ctx, c, dom, &homes[i]);
                 /* Judged where it lives (its home LLC, or where its window is). */
                 if (g != WINDOW_GATE_UNSEEN && (homes[i].llc == index || g == WINDOW_GATE_HELD))
-                        note_gate(c, g, index, &homes[i]);
+                        note_gate(ctx, c, g, index, &homes[i]);
                 if (g != WINDOW_GATE_HELD && g != WINDOW_GATE_CANDIDATE)
                         continue;
-                if (!hwloc_bitmap_intersects(policy_cgroup_below_window(c), ctx->llc_cpus[index])) {
-                        note_gate(c, WINDOW_GATE_NOT_HERE, index, &homes[i]);
+                if (!hwloc_bitmap_intersects(policy_cgroup_below_window(c), dom->online)) {
+                        note_gate(ctx, c, WINDOW_GATE_NOT_HERE, index, &homes[i]);
                         continue;
                 }
                 cands[n++] =
@@ -454,12 +460,12 @@ static void llc_work_done(LlcWork *w) {
 }
 
 /* One slot per core of the LLC. */
-static int llc_work_init(const PolicyCtx *ctx, const LlcSample *llc, LlcWork *ret) {
-        _cleanup_(llc_work_done) LlcWork w = {.llc = llc};
-        int index = policy_llc_index(ctx, llc);
+static int llc_work_init(const PolicyCtx *ctx, const WindowDomain *dom, LlcWork *ret) {
+        _cleanup_(llc_work_done) LlcWork w = {.dom = dom, .llc = &dom->view};
+        int index = (int) (dom - ctx->domains.d);
 
         for (size_t k = 0; k < ctx->n_cores; k++)
-                if (ctx->core_llc[k] == index)
+                if (policy_core_domain(ctx, (int) k) == index)
                         w.n_slots++;
         w.slots = calloc(MAX(w.n_slots, (size_t) 1), sizeof(Slot));
         w.order = calloc(MAX(w.n_slots, (size_t) 1), sizeof(Slot *));
@@ -470,7 +476,7 @@ static int llc_work_init(const PolicyCtx *ctx, const LlcSample *llc, LlcWork *re
                 return -ENOMEM;
         w.n_slots = 0;
         for (size_t k = 0; k < ctx->n_cores; k++)
-                if (ctx->core_llc[k] == index)
+                if (policy_core_domain(ctx, (int) k) == index)
                         w.slots[w.n_slots++] = (Slot){
                                 .core = (int) k,
                                 .cpus = ctx->core_cpus[k],
@@ -503,19 +509,18 @@ static void set_background(const PolicyCtx *ctx, LlcWork *w, const Cand *cands, 
  * held window keeps its cores (placement takes them first), so an idle
  * group's window would keep them and the next phase's windows would be
  * placed around it. No back-off: nothing was wrong with the window. */
-static int release_idle(PolicyCtx *ctx, const LlcSample *llc, const Home *homes) {
-        int index = policy_llc_index(ctx, llc);
+static int release_idle(PolicyCtx *ctx, const WindowDomain *dom, const Home *homes) {
         int r;
 
         for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
                 char reason[256];
 
-                if (!c || c->acted || !c->window.mask || c->window_llc != index ||
+                if (!c || c->acted || !c->window.mask || c->window_llc != dom->id ||
                     homes[i].demand * 100 >= WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE)
                         continue;
-                snprintf(reason, sizeof(reason), "llc %u: idle, demand %.0f < %.0f (%.1f%% of a CPU)",
-                         llc->id, homes[i].demand, WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE / 100,
+                snprintf(reason, sizeof(reason), "%s: idle, demand %.0f < %.0f (%.1f%% of a CPU)",
+                         dom->label, homes[i].demand, WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE / 100,
                          WINDOW_IDLE_DEMAND_PERCENT);
                 r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
                 if (r < 0)
@@ -524,8 +529,9 @@ static int release_idle(PolicyCtx *ctx, const LlcSample *llc, const Home *homes)
         return 0;
 }
 
-static int window_llc(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, Cand *cands) {
+static int window_domain(PolicyCtx *ctx, const WindowDomain *dom, const Home *homes, Cand *cands) {
         const Settings *st = ctx->settings;
+        const LlcSample *llc = &dom->view;
         bool calm = llc->nr_idle_scan * 100.0 >= llc->weight * st->window_widen_scan_percent;
         bool small = llc->weight < st->min_llc_cpus;
         _cleanup_(llc_work_done) LlcWork w = {};
@@ -533,15 +539,15 @@ static int window_llc(PolicyCtx *ctx, const LlcSample *llc, const Home *homes, C
         int r;
 
         if (calm || small)
-                return widen_all(ctx, llc, small, homes);
-        r = release_idle(ctx, llc, homes);
+                return widen_all(ctx, dom, small, homes);
+        r = release_idle(ctx, dom, homes);
         if (r < 0)
                 return r;
 
-        n_cands = collect_cands(ctx, llc, homes, cands);
+        n_cands = collect_cands(ctx, dom, homes, cands);
         if (n_cands == 0)
                 return 0;
-        r = llc_work_init(ctx, llc, &w);
+        r = llc_work_init(ctx, dom, &w);
         if (r < 0)
                 return r;
         set_background(ctx, &w, cands, n_cands);
@@ -568,14 +574,14 @@ int policy_window(PolicyCtx *ctx) {
         for (size_t i = 0; i < snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
                 if (c)
-                        note_gate(c, homes[i].llc < 0 ? WINDOW_GATE_NO_DEMAND : WINDOW_GATE_UNSEEN,
+                        note_gate(ctx, c, homes[i].llc < 0 ? WINDOW_GATE_NO_DEMAND : WINDOW_GATE_UNSEEN,
                                   homes[i].llc, &homes[i]);
         }
 
-        for (size_t l = 0; l < snap->n_llcs; l++) {
-                if (snap->llcs[l].weight == 0)
+        for (size_t d = 0; d < ctx->domains.n; d++) {
+                if (ctx->domains.d[d].view.weight == 0)
                         continue;
-                r = window_llc(ctx, &snap->llcs[l], homes, cands);
+                r = window_domain(ctx, &ctx->domains.d[d], homes, cands);
                 if (r < 0)
                         return r;
         }

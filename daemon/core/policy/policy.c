@@ -43,7 +43,7 @@ static int build_cores(PolicyCtx *ctx) {
                 if (ctx->core_llc[cpu->core] < 0 && cpu->llc >= 0 && (size_t) cpu->llc < snap->n_llcs)
                         ctx->core_llc[cpu->core] = cpu->llc;
         }
-        return 0;
+        return policy_domains_build(snap, &ctx->domains);
 }
 
 static void ctx_done(PolicyCtx *ctx) {
@@ -66,6 +66,7 @@ static void ctx_done(PolicyCtx *ctx) {
         free(ctx->llc_cpus);
         free(ctx->core_util);
         free(ctx->core_llc);
+        policy_domains_done(&ctx->domains);
         free(ctx->by_sample);
         hwloc_bitmap_free(ctx->online);
 }
@@ -146,12 +147,11 @@ static int validate_cgroup(PolicyCtx *ctx, CgroupState *c) {
                         return r;
         }
         if (c->window.mask && !c->acted) {
-                const LlcSample *l = c->window_llc >= 0 && (size_t) c->window_llc < ctx->snap->n_llcs
-                                             ? &ctx->snap->llcs[c->window_llc]
-                                             : NULL;
+                const WindowDomain *d = policy_domain_by_id(&ctx->domains, c->window_llc);
                 bool invalid =
                         layer_invalid(ctx, cg, ACTION_POLICY_WINDOW, c->window.mask, reason, sizeof(reason));
-                if (!invalid && (!l || policy_mask_llc(ctx->snap, c->window.mask) != c->window_llc)) {
+                if (!invalid &&
+                    (!d || policy_mask_domain(ctx->snap, &ctx->domains, c->window.mask) != c->window_llc)) {
                         snprintf(reason, sizeof(reason), "the window's LLC changed");
                         invalid = true;
                 }

@@ -9,6 +9,7 @@ int llc_samples_build(const Topology *topo, Snapshot *snap) {
         for (size_t l = 0; l < topo->n_llcs; l++) {
                 LlcSample *ls = &snap->llcs[l];
                 ls->id = (unsigned) l;
+                ls->package = -1;
                 ls->cpus = hwloc_bitmap_alloc();
                 if (!ls->cpus)
                         return -ENOMEM;
@@ -19,6 +20,8 @@ int llc_samples_build(const Topology *topo, Snapshot *snap) {
                         continue;
                 LlcSample *ls = &snap->llcs[c->llc];
                 hwloc_bitmap_set(ls->cpus, c->cpu);
+                if (ls->package < 0)
+                        ls->package = topo->cpus[i].package;
                 if (!c->online)
                         continue;
                 ls->weight++;
