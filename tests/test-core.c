@@ -86,9 +86,13 @@ static Snapshot *make_snapshot(void) {
         s->cpus[2] = (CpuSample){4, -1, -1, false, 0, 0, 0};
         s->n_llcs = 1;
         s->llcs = calloc(1, sizeof(LlcSample));
-        s->llcs[0] = (LlcSample){
-                .id = 0, .weight = 2, .util = 768.1, .boosted = 862, .nr_idle_scan = 0, .overloaded = true,
-                .package = -1};
+        s->llcs[0] = (LlcSample){.id = 0,
+                                 .weight = 2,
+                                 .util = 768.1,
+                                 .boosted = 862,
+                                 .nr_idle_scan = 0,
+                                 .overloaded = true,
+                                 .package = -1};
         assert_int_equal(cpuset_parse("0-1,4", &s->llcs[0].cpus), 0);
         s->psi_some_avg10 = 4.88;
         s->n_cgroups = 1;

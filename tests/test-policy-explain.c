@@ -148,10 +148,36 @@ static void test_window_kept_and_reverted(void **unused) {
         assert_non_null(line(&e, "window", "no new window for another"));
 }
 
+/* A window in one-core LLCs of one package: the explanation names the
+ * merged LLCs and their figures, not the first LLC's alone. */
+static void test_merged_domain_named(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        _cleanup_(snapshot_freep) Snapshot *s = topo_new(2, 1, 1, 0);
+        _cleanup_(explanation_done) Explanation e = {};
+        Settings st;
+
+        settings_latency(&st);
+        topo_set_package(s, 0, 2, 0);
+        topo_set_cpu(s, 0, 1024, 1024);
+        topo_set_cpu(s, 1, 512, 512);
+        size_t cg = topo_add_cgroup(s, "/g", CGROUP_POLICY_LATENCY, NULL);
+        topo_add_thread(s, cg, 101, 1, 0, 300, 0);
+        topo_add_thread(s, cg, 102, 1, 1, 300, 0);
+        topo_finish(s);
+        assert_int_equal(policy_state_new(&state), 0);
+        _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+        assert_int_equal(policy_explain(s, &st, state, plan, "/g", s->time_us, &e), 0);
+        dump(&e);
+        /* Mean util 75% of the two CPUs, nr_idle_scan 0 of 2. */
+        assert_non_null(line(&e, "window", "placed in llcs 0-1 (package 0): overloaded (util 75%"));
+        assert_non_null(line(&e, "window", "nr_idle_scan 0 of 2"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_not_overloaded_and_light),
                 cmocka_unit_test(test_window_kept_and_reverted),
+                cmocka_unit_test(test_merged_domain_named),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

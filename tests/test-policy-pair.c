@@ -561,7 +561,8 @@ static Snapshot *snapshot_of(const Topology *t, uint64_t time_us) {
                                          .online = t->cpus[i].online};
         for (size_t l = 0; l < t->n_llcs; l++) {
                 s->llcs[l].id = (unsigned) l;
-                s->llcs[l].package = topology_cpu(t, (unsigned) hwloc_bitmap_first(t->llcs[l].cpus))->package;
+                s->llcs[l].package =
+                        topology_cpu(t, (unsigned) hwloc_bitmap_first(t->llcs[l].cpus))->package;
                 s->llcs[l].cpus = hwloc_bitmap_dup(t->llcs[l].cpus);
                 assert_non_null(s->llcs[l].cpus);
         }

@@ -74,6 +74,7 @@ typedef struct Stream {
         unsigned n_llcs, cores, smt;
         unsigned ids[256];
         bool sparse;
+        int package[8]; /* per LLC: one package, alternating, or unknown (window domains) */
         Settings st;
         StreamCgroup cg[MAX_CGROUPS];
         unsigned n_cgroups;
@@ -104,8 +105,11 @@ static void stream_init(Stream *s, uint64_t seed) {
                         s->ids[j] = t;
                 }
         }
-        for (unsigned l = 0; l < s->n_llcs; l++)
+        unsigned packaging = rng_below(r, 3);
+        for (unsigned l = 0; l < s->n_llcs; l++) {
                 s->level[l] = rng_range(r, 0, 1100);
+                s->package[l] = packaging == 0 ? 0 : packaging == 1 ? (int) (l % 2) : -1;
+        }
         for (unsigned i = 0; i < n; i++)
                 s->offline[i] = rng_chance(r, 8);
 
@@ -186,8 +190,10 @@ static Snapshot *stream_tick(Stream *s, unsigned tick) {
         if (rng_chance(r, 2) && snap->n_cpus > 1)
                 snap->cpus[0].llc = snap->cpus[0].core = -1; /* a CPU the topology lost */
         snap->cpus[rng_below(r, (unsigned) snap->n_cpus)].online = true;
-        for (unsigned l = 0; l < s->n_llcs; l++)
+        for (unsigned l = 0; l < s->n_llcs; l++) {
                 s->level[l] = CLAMP(s->level[l] + rng_range(r, -200, 200), 0.0, 1100.0);
+                topo_set_package(snap, l, 1, s->package[l]);
+        }
         topo_finish(snap);
         online = topo_online(snap);
 

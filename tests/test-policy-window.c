@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The scan window (DESIGN.md 1.1, docs/POLICY.md). */
 
+#include <math.h>
+
 #include "test-policy-util.h"
+
+#include "policy-internal.h"
 
 /* AMD EPYC 9654: 24 LLCs (CCDs) of 8 cores x SMT2; here CPU 2k and 2k+1 are
  * core k's siblings. Every LLC but 0 at a calm 30%. */
@@ -385,6 +389,167 @@ static void test_window_policy_narrowing(void **unused) {
         }
 }
 
+/* A VM that shows one L3 per vCPU (or Ampere Altra's private L2s): LLCs of
+ * one core each. n_llcs such LLCs, every CPU busy (1024), four cgroups with
+ * two threads each, one on each of the first two CPUs; packages as given
+ * (-1: unknown). */
+static Snapshot *one_core_llcs(unsigned n_llcs, const int *packages, uint64_t t) {
+        Snapshot *s = topo_new(n_llcs, 1, 1, t);
+        for (unsigned l = 0; l < n_llcs; l++) {
+                topo_set_package(s, l, 1, packages[l]);
+                topo_set_llc(s, l, 1024, 1024);
+        }
+        for (size_t i = 0; i < 4; i++) {
+                char path[8];
+                snprintf(path, sizeof(path), "/g%zu", i + 1);
+                size_t cg = topo_add_cgroup(s, path, CGROUP_POLICY_LATENCY, NULL);
+                topo_add_thread(s, cg, (pid_t) (100 + 2 * i), 1, 0, 256, 0);
+                topo_add_thread(s, cg, (pid_t) (101 + 2 * i), 1, 1, 256, 0);
+        }
+        topo_finish(s);
+        return s;
+}
+
+/* One-core LLCs of one package are one window domain: four busy groups on
+ * two such CPUs get a CPU each, two per CPU, as on one LLC of two cores;
+ * the windows hold across ticks (the domain is not "the window's LLC
+ * changed"), and the reason names the merged LLCs. */
+static void test_one_core_llcs_share_windows(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        const int pkg[] = {0, 0};
+        unsigned per_cpu[2] = {};
+        Settings st;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        {
+                _cleanup_(snapshot_freep) Snapshot *s = one_core_llcs(2, pkg, 0);
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                dump_plan(plan, 0);
+                assert_int_equal(plan_count(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW), 4);
+                for (size_t i = 0; i < plan->n_actions; i++) {
+                        const Action *a = &plan->actions[i];
+                        assert_int_equal(hwloc_bitmap_weight(a->cpus), 1);
+                        assert_non_null(strstr(a->reason, "llcs 0-1 (package 0)"));
+                        per_cpu[hwloc_bitmap_first(a->cpus)]++;
+                }
+                assert_int_equal(per_cpu[0], 2);
+                assert_int_equal(per_cpu[1], 2);
+        }
+        /* The next tick, each group's threads on its window's CPU: kept. */
+        {
+                _cleanup_(snapshot_freep) Snapshot *s = one_core_llcs(2, pkg, TICK_US);
+                for (size_t i = 0; i < s->n_cgroups; i++) {
+                        const CgroupState *c = policy_state_find_cgroup(state, s->cgroups[i].path);
+                        assert_non_null(c);
+                        assert_non_null(c->window.mask);
+                        hwloc_bitmap_copy(s->cgroups[i].cpus, c->window.mask);
+                        for (size_t k = 0; k < s->cgroups[i].n_threads; k++) {
+                                s->cgroups[i].threads[k].cpu = hwloc_bitmap_first(c->window.mask);
+                                hwloc_bitmap_copy(s->cgroups[i].threads[k].allowed, c->window.mask);
+                        }
+                }
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                dump_plan(plan, 1);
+                assert_int_equal(plan_count(plan, ACTION_RESTORE, ACTION_POLICY_WINDOW), 0);
+                assert_int_equal(plan_count(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW), 0);
+        }
+}
+
+/* No merge where the package is unknown (a recording from before the field),
+ * or where each one-core LLC is in a package of its own: each LLC is then
+ * smaller than MinLLCCPUs and nobody gets a window. */
+static void test_one_core_llcs_unmerged(void **unused) {
+        const int unknown[] = {-1, -1}, apart[] = {0, 1};
+        const int *cases[] = {unknown, apart};
+        Settings st;
+
+        settings_latency(&st);
+        for (size_t k = 0; k < ELEMENTSOF(cases); k++) {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                _cleanup_(snapshot_freep) Snapshot *s = one_core_llcs(2, cases[k], 0);
+                assert_int_equal(policy_state_new(&state), 0);
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                assert_int_equal(plan_count(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW), 0);
+        }
+}
+
+/* Two packages of two one-core LLCs each: two domains; a window never spans
+ * packages, and each package's groups stay in it. */
+static void test_one_core_llcs_per_package(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        const int pkg[] = {0, 0, 1, 1};
+        _cleanup_(snapshot_freep) Snapshot *s = one_core_llcs(4, pkg, 0);
+        Settings st;
+
+        /* Two more groups on package 1's CPUs 2-3. */
+        for (size_t i = 4; i < 6; i++) {
+                char path[8];
+                snprintf(path, sizeof(path), "/g%zu", i + 1);
+                size_t cg = topo_add_cgroup(s, path, CGROUP_POLICY_LATENCY, NULL);
+                topo_add_thread(s, cg, (pid_t) (100 + 2 * i), 1, 2, 512, 0);
+                topo_add_thread(s, cg, (pid_t) (101 + 2 * i), 1, 3, 512, 0);
+        }
+        topo_finish(s);
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+        dump_plan(plan, 0);
+        _cleanup_cpuset_ CpuSet p0 = topo_parse("0-1"), p1 = topo_parse("2-3");
+        size_t n0 = 0, n1 = 0;
+        for (size_t i = 0; i < plan->n_actions; i++) {
+                const Action *a = &plan->actions[i];
+                if (a->kind != ACTION_SET_CGROUP_CPUS)
+                        continue;
+                bool in0 = hwloc_bitmap_isincluded(a->cpus, p0), in1 = hwloc_bitmap_isincluded(a->cpus, p1);
+                assert_true(in0 != in1); /* in one package, never across */
+                /* /g1-/g4 ran on package 0, /g5-/g6 on package 1 */
+                assert_true(in0 == (strcmp(a->cgroup, "/g5") < 0));
+                assert_non_null(strstr(a->reason, in0 ? "llcs 0-1 (package 0)" : "llcs 2-3 (package 1)"));
+                n0 += in0;
+                n1 += in1;
+        }
+        assert_int_equal(n0, 4);
+        assert_int_equal(n1, 2);
+}
+
+/* An LLC of two or more cores is a domain of its own, even beside one-core
+ * LLCs of its package; the one-core ones merge among themselves. */
+static void test_domains_build(void **unused) {
+        _cleanup_(snapshot_freep) Snapshot *s = topo_new(4, 1, 1, 0);
+        WindowDomains w = {};
+
+        /* LLC 0 gets CPU 1's core too: two cores. LLCs 1 (emptied) ... */
+        topo_set_package(s, 0, 4, 0);
+        topo_set_cpu(s, 2, 1024, 1024);
+        topo_set_cpu(s, 3, 0, 0);
+        topo_cpu(s, 1)->llc = 0;
+        hwloc_bitmap_clr(s->llcs[1].cpus, 1);
+        hwloc_bitmap_set(s->llcs[0].cpus, 1);
+        topo_finish(s);
+        assert_int_equal(policy_domains_build(s, &w), 0);
+        /* LLC 0 (2 cores) alone; LLC 1 has no CPU left: alone, weight 0;
+         * LLCs 2 and 3 (one core each) merged. */
+        assert_int_equal(w.n, 3);
+        assert_int_equal(w.llc_domain[0], 0);
+        assert_int_equal(w.llc_domain[1], 1);
+        assert_int_equal(w.llc_domain[2], 2);
+        assert_int_equal(w.llc_domain[3], 2);
+        assert_string_equal(w.d[0].label, "llc 0");
+        assert_string_equal(w.d[2].label, "llcs 2-3 (package 0)");
+        assert_int_equal(w.d[2].id, 2);
+        assert_int_equal(w.d[2].view.weight, 2);
+        assert_true(fabs(w.d[2].view.util - 512) < 1e-9);
+        assert_int_equal(w.d[2].view.nr_idle_scan, sis_nr_idle_scan(512, 2, SIS_IMBALANCE_PCT));
+        assert_int_equal(hwloc_bitmap_weight(w.d[2].online), 2);
+        _cleanup_cpuset_ CpuSet m = topo_parse("2-3"), across = topo_parse("1-2");
+        assert_int_equal(policy_mask_domain(s, &w, m), 2);
+        assert_int_equal(policy_mask_domain(s, &w, across), -1);
+        assert_int_equal(policy_domain_by_id(&w, 2), &w.d[2]);
+        assert_null(policy_domain_by_id(&w, 3)); /* not a domain's first LLC */
+        policy_domains_done(&w);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_epyc_90_window),
@@ -398,6 +563,10 @@ int main(void) {
                 cmocka_unit_test(test_epyc_disjoint),
                 cmocka_unit_test(test_power9_no_window),
                 cmocka_unit_test(test_window_policy_narrowing),
+                cmocka_unit_test(test_one_core_llcs_share_windows),
+                cmocka_unit_test(test_one_core_llcs_unmerged),
+                cmocka_unit_test(test_one_core_llcs_per_package),
+                cmocka_unit_test(test_domains_build),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

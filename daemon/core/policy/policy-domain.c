@@ -61,8 +61,8 @@ static int domain_merge(const Snapshot *snap, WindowDomain *d, const unsigned *n
         d->view.boosted = boosted / weight;
         d->view.nr_idle_scan = sis_nr_idle_scan(d->view.util, weight, SIS_IMBALANCE_PCT);
         d->view.overloaded = false;
-        snprintf(d->label, sizeof(d->label), "llcs %s (package %d)", cpuset_to_string(ids, list, sizeof(list)),
-                 snap->llcs[first].package);
+        snprintf(d->label, sizeof(d->label), "llcs %s (package %d)",
+                 cpuset_to_string(ids, list, sizeof(list)), snap->llcs[first].package);
         return 0;
 }
 
@@ -83,7 +83,8 @@ int policy_domains_build(const Snapshot *snap, WindowDomains *ret) {
                 if (one_core(snap, n_cores, l))
                         /* Joins the domain of an earlier one-core LLC of its package. */
                         for (size_t k = 0; k < l; k++)
-                                if (one_core(snap, n_cores, k) && snap->llcs[k].package == snap->llcs[l].package) {
+                                if (one_core(snap, n_cores, k) &&
+                                    snap->llcs[k].package == snap->llcs[l].package) {
                                         w.llc_domain[l] = w.llc_domain[k];
                                         w.d[w.llc_domain[l]].n_llcs++;
                                         break;

@@ -107,15 +107,17 @@ static int explain_guard_layer(Explanation *e, const Settings *st, const CgroupS
 
 /* A window held, or one the cgroup may get; where: "LLC 3", or the
  * merged domain's label. */
-static int explain_window_placed(Explanation *e, const CgroupState *c, const LlcSample *l, const char *where) {
+static int explain_window_placed(Explanation *e, const CgroupState *c, const LlcSample *l,
+                                 const char *where) {
         unsigned nr = l ? l->nr_idle_scan : 0, w = l ? l->weight : 0;
         double util = l ? pct(l->util) : 0;
         char m[CPUSET_STRLEN];
 
         if (c->window_gate == WINDOW_GATE_HELD)
-                return say(e, "window", "window %s held in %s (util %.0f%%, nr_idle_scan %u of %u); demand %.0f",
-                           c->window.mask ? cpuset_to_string(c->window.mask, m, sizeof(m)) : "-", where, util,
-                           nr, w, c->window_gate_demand);
+                return say(e, "window",
+                           "window %s held in %s (util %.0f%%, nr_idle_scan %u of %u); demand %.0f",
+                           c->window.mask ? cpuset_to_string(c->window.mask, m, sizeof(m)) : "-", where,
+                           util, nr, w, c->window_gate_demand);
         if (c->window.mask)
                 return say(e, "window",
                            "window %s placed in %s: overloaded (util %.0f%% >= %.0f%%, nr_idle_scan %u "
@@ -185,8 +187,7 @@ static int explain_window(Explanation *e, const Snapshot *snap, const Settings *
                            c->window_gate_demand, SCHED_CAPACITY_SCALE * WINDOW_MIN_DEMAND_PERCENT / 100,
                            WINDOW_MIN_DEMAND_PERCENT);
         case WINDOW_GATE_SPREAD:
-                return say(e, "window",
-                           "no window: only %.0f of its demand %.0f runs in %s (not over half)",
+                return say(e, "window", "no window: only %.0f of its demand %.0f runs in %s (not over half)",
                            c->window_gate_in_home, c->window_gate_demand, where);
         case WINDOW_GATE_NOT_HERE:
                 return say(e, "window", "no window: none of the CPUs it may use are in %s", where);

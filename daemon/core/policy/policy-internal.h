@@ -183,7 +183,7 @@ typedef struct WindowDomain {
         int id;         /* its first LLC's index: what CgroupState.window_llc holds */
         LlcSample view; /* the LLC's figures, or the merged LLCs' (view.cpus then owned) */
         unsigned n_llcs;
-        CpuSet online; /* its online CPUs */
+        CpuSet online;  /* its online CPUs */
         char label[48]; /* "llc 3", or "llcs 0-1 (package 0)" for reasons */
 } WindowDomain;
 

@@ -268,8 +268,8 @@ static int outgrown(PolicyCtx *ctx, LlcWork *w, const Cand *cand, hwloc_const_bi
          * others come back, is not held up. */
         bool flap = !policy_cgroup_threads_resident(ctx, c);
         uint64_t off_us = flap ? policy_backoff_us(ctx->settings, &c->backoff[ACTION_POLICY_WINDOW]) : 0;
-        snprintf(reason, sizeof(reason), "%s: demand %.0f needs all of %s; %s %" PRIu64 " ms",
-                 w->dom->label, cand->demand, cpuset_to_string(base, buf, sizeof(buf)),
+        snprintf(reason, sizeof(reason), "%s: demand %.0f needs all of %s; %s %" PRIu64 " ms", w->dom->label,
+                 cand->demand, cpuset_to_string(base, buf, sizeof(buf)),
                  flap ? "window backs off" : "the window had been held for at least",
                  (uint64_t) ((flap ? off_us : policy_residency_us(ctx->settings)) / USEC_PER_MSEC));
         r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
@@ -287,9 +287,9 @@ static int set_window(PolicyCtx *ctx, LlcWork *w, const Cand *cand, const Window
         snprintf(reason, sizeof(reason),
                  "%s nr_idle_scan %u %s weight %u (util %.0f); demand %.0f +%.0f%% -> %u cpus, share %u "
                  "cpus, scan %u cpus, min %u cores -> %u cores, %u cpus",
-                 w->dom->label, llc->nr_idle_scan, policy_llc_overloaded(llc) ? "< half of" : "of", llc->weight,
-                 llc->util, cand->demand, MAX(ctx->settings->window_headroom, 0.0) * 100, size->demand_cpus,
-                 size->share_cpus, size->scan_cpus, size->need_cores, cores, cpus);
+                 w->dom->label, llc->nr_idle_scan, policy_llc_overloaded(llc) ? "< half of" : "of",
+                 llc->weight, llc->util, cand->demand, MAX(ctx->settings->window_headroom, 0.0) * 100,
+                 size->demand_cpus, size->share_cpus, size->scan_cpus, size->need_cores, cores, cpus);
         r = policy_cgroup_set_layer(ctx, cand->c, ACTION_POLICY_WINDOW, w->mask, reason);
         if (r < 0)
                 return r;
@@ -520,7 +520,8 @@ static int release_idle(PolicyCtx *ctx, const WindowDomain *dom, const Home *hom
                     homes[i].demand * 100 >= WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE)
                         continue;
                 snprintf(reason, sizeof(reason), "%s: idle, demand %.0f < %.0f (%.1f%% of a CPU)",
-                         dom->label, homes[i].demand, WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE / 100,
+                         dom->label, homes[i].demand,
+                         WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE / 100,
                          WINDOW_IDLE_DEMAND_PERCENT);
                 r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
                 if (r < 0)

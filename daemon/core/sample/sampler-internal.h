@@ -26,6 +26,7 @@
  */
 
 #include <limits.h>
+#include <time.h>
 
 #include "proc-schedstat.h"
 #include "proc-stat.h"
@@ -155,15 +156,15 @@ struct Sampler {
         int stat_fd, psi_fd;       /* /proc/stat, /proc/pressure/cpu kept open */
 
         /* Who wakes whom (sampler-wake.c). */
-        WakeEvents *wake;                 /* open during an observation */
-        uint64_t wake_start_us;           /* the observation began */
-        uint64_t wake_next_us;            /* no observation before */
-        WakeEdge *wake_edges;             /* this observation's samples */
+        WakeEvents *wake;       /* open during an observation */
+        uint64_t wake_start_us; /* the observation began */
+        uint64_t wake_next_us;  /* no observation before */
+        WakeEdge *wake_edges;   /* this observation's samples */
         size_t n_wake_edges, alloc_wake_edges;
-        ThreadPartners *partners;         /* the last observation's, by tid */
+        ThreadPartners *partners; /* the last observation's, by tid */
         size_t n_partners;
-        bool wake_wanted;                 /* the mode may place groups (default: yes) */
-        bool wake_off;                    /* not available: said once, not tried again until a reload */
+        bool wake_wanted; /* the mode may place groups (default: yes) */
+        bool wake_off;    /* not available: said once, not tried again until a reload */
         char wake_status[600];
 };
 
@@ -179,6 +180,22 @@ static inline const char *sampler_display(const Sampler *s, const char *path, ch
         return buf;
 }
 #define DISPLAY(s, path) sampler_display((s), (path), (char[PATH_MAX]){}, PATH_MAX)
+
+/* When a counter was read: on the live host the clock now, else (a fixture
+ * root, whose counters are a function of the tick) the tick's time. A rate
+ * divides a counter's change by the time between its two reads, not
+ * between two tick starts: steerd runs SCHED_BATCH beside the load it
+ * steers, and on a saturated host a tick's reads stretch over tens of
+ * milliseconds; divided by the tick period, 41 hackbench threads confined
+ * to one CPU summed to 1.5 CPUs, and their window was given back as
+ * outgrown (measured on a 2-vCPU VM). */
+static inline uint64_t sampler_read_time_us(const Sampler *s, uint64_t tick_us) {
+        struct timespec ts;
+
+        if (!s->live || clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+                return tick_us;
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
 
 static inline bool sampler_vanished(int r) {
         /* A thread that exits between readdir and open, or while we read. */

@@ -331,6 +331,8 @@ int thread_cache_sample(Sampler *s, ThreadPrev *prev, size_t n_prev, ThreadTable
         if (p && p->skip > 0)
                 return thread_hold(t, p, ret);
 
+        /* schedstat's counters are read now. */
+        uint64_t read_us = sampler_read_time_us(s, now_us);
         kept = p && p->schedstat_fd >= 0;
         if (kept && pread_text(p->schedstat_fd, ss_text, sizeof(ss_text)) < 0) {
                 /* Exited (ESRCH): a thread with this tid now is another. */
@@ -345,7 +347,7 @@ int thread_cache_sample(Sampler *s, ThreadPrev *prev, size_t n_prev, ThreadTable
                                &stat_fd, &ss_fd);
         if (r <= 0)
                 return r;
-        r = thread_push_read(s, t, p, kept, tid, &st, &ss, &stat_fd, &ss_fd, now_us, ret);
+        r = thread_push_read(s, t, p, kept, tid, &st, &ss, &stat_fd, &ss_fd, read_us, ret);
         /* Its files opened under another process's directory: the kernel
          * says that process is the thread's. */
         if (r >= 0 && !kept && pid != tid)

@@ -66,6 +66,7 @@ int usage_sample(Sampler *s, CgroupCache *cc, uint64_t now_us) {
         bool own;
         int r;
 
+        now_us = sampler_read_time_us(s, now_us);
         r = usage_own(s, cc, &ns);
         if (r == -ENOMEM)
                 return r;
