@@ -118,6 +118,9 @@ static void test_schedstat_source(void **state) {
         Fixture *f = *state;
         Snapshot *s = two_ticks(f, "--schedstat", "--schedstat");
 
+        /* Every member every tick, as --once reads (not in turns:
+         * test_turns). */
+        sampler_set_full(f->sampler, true);
         assert_int_equal(s->source, RUNNABLE_SOURCE_SCHEDSTAT);
         assert_int_equal(s->n_cpus, N_CPUS);
         assert_int_equal(s->n_llcs, 12);
@@ -426,6 +429,7 @@ static void test_idle_backoff(void **state) {
         const unsigned tid = FIRST_TID + 5;
         size_t k;
 
+        sampler_set_full(f->sampler, true); /* the back-off alone, not turns (test_turns) */
         snapshot_free(s);
         /* Tick 1 again: no thread ran or waited for a second. */
         assert_int_equal(sampler_sample(f->sampler, 3000000, &f->cg, 1, &s), 0);
@@ -581,6 +585,78 @@ static void test_layers_quiet(void **state) {
         /* Scheduled in once per tick of the generator: once in three seconds. */
         assert_true(fabs(c->threads[7].wakeups - 1.0 / 3) < 0.01);
         snapshot_free(s);
+        trace_reset(&t);
+}
+
+/* A busy cgroup of 64 threads is read in turns: 16 threads a tick, each
+ * every 4th tick, their figures held in between; steerd's held threads
+ * every tick; every member at once when the cgroup's use jumps. */
+static void test_turns(void **state) {
+        Fixture *f = *state;
+        const pid_t held[] = {FIRST_TID + 1, FIRST_TID + 2};
+        unsigned reads[N_THREADS] = {};
+        Trace t = {};
+        Snapshot *s = two_ticks(f, "--schedstat --cpuacct", "--schedstat --cpuacct");
+
+        assert_int_equal(s->cgroups[0].n_threads, N_THREADS);
+        snapshot_free(s);
+        /* steerd holds a mask on two of them (a pin: the actuator's
+         * sampler_reread() reads them at once). */
+        f->cg.held = held;
+        f->cg.n_held = ELEMENTSOF(held);
+        /* The tick after the first figure of the cgroup's use: all read. */
+        gen(f, 2, "--schedstat --cpuacct");
+        s = traced_sample(f, &t, 3000000);
+        assert_int_equal(traced(&t, "/proc/1", "/schedstat"), N_THREADS);
+        snapshot_free(s);
+
+        for (unsigned k = 3; k < 11; k++) {
+                gen(f, k, "--schedstat --cpuacct");
+                s = traced_sample(f, &t, (k + 1) * 1000000ULL);
+                const CgroupSample *c = &s->cgroups[0];
+                /* Every member is listed, read or held. */
+                assert_false(c->threads_partial);
+                assert_int_equal(c->n_threads, N_THREADS);
+                size_t n = traced(&t, "/proc/1", "/schedstat");
+                unsigned others = 0;
+                for (unsigned i = 0; i < N_THREADS; i++) {
+                        char suffix[64];
+                        snprintf(suffix, sizeof(suffix), "/%u/schedstat", FIRST_TID + i);
+                        size_t got = traced(&t, "/proc/", suffix);
+                        reads[i] += (unsigned) got;
+                        bool is_held =
+                                FIRST_TID + i == (unsigned) held[0] || FIRST_TID + i == (unsigned) held[1];
+                        if (is_held)
+                                assert_int_equal(got, 1);
+                        else
+                                others += (unsigned) got;
+                        /* A thread read in turns shows its figure over the
+                         * ticks since its last read (the same rates here). */
+                        assert_true(fabs(c->threads[i].util - cap(thread_util_pct(FIRST_TID + i))) < 0.01);
+                }
+                print_message("tick %u: %zu of %d threads read\n", k, n, N_THREADS);
+                /* A quarter of the others (their turn), and the held ones. */
+                assert_true(others >= N_THREADS / 4 - 2 && others <= N_THREADS / 4);
+                assert_int_equal(n, others + 2);
+                snapshot_free(s);
+        }
+        /* Eight ticks: every thread read twice, the held ones eight times. */
+        for (unsigned i = 0; i < N_THREADS; i++)
+                assert_int_equal(reads[i], i == 1 || i == 2 ? 8 : 2);
+
+        /* The use jumps (a phase starts): every member read at once. */
+        char usage[64];
+        gen(f, 11, "--schedstat --cpuacct");
+        _cleanup_(freep) char *text = NULL;
+        assert_int_equal(
+                rootdir_read_file(f->root, "/sys/fs/cgroup/cpuset/bench1/cpuacct.usage", &text, NULL), 0);
+        snprintf(usage, sizeof(usage), "%llu\n", strtoull(text, NULL, 10) + 30ULL * NSEC_PER_SEC);
+        test_write_file(f->dir, "/sys/fs/cgroup/cpuset/bench1/cpuacct.usage", usage);
+        s = traced_sample(f, &t, 12000000);
+        assert_int_equal(traced(&t, "/proc/1", "/schedstat"), N_THREADS);
+        snapshot_free(s);
+        f->cg.held = NULL;
+        f->cg.n_held = 0;
         trace_reset(&t);
 }
 
@@ -1021,6 +1097,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_runnable_not_needed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_task_list_lines, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_quiet, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_turns, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_held, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_procs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_thread_process, setup, teardown),

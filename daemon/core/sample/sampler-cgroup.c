@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+#include <math.h>
+
 #include "affinity.h"
 #include "lines.h"
 #include "log.h"
@@ -208,13 +210,35 @@ static int thread_to_sample(Sampler *s, const CgroupCache *cc, ThreadPrev *tp, C
         return 0;
 }
 
-/* Every member, read through the idle back-off (or taken from this tick's
- * scan), into a table that replaces the cache's. A member that vanished
- * leaves the membership. */
-static int threads_all(Sampler *s, CgroupCache *cc, ThreadTable *scan, size_t n_scanned, uint64_t now_us,
-                       CgroupSample *c) {
+/* How many ticks apart its busy threads are read (SAMPLER_TURN_THREADS):
+ * 1 where every member is read (--once), in a small cgroup, and at the tick
+ * its use moved, when every member is read at once. */
+static unsigned cgroup_turns(const Sampler *s, CgroupCache *cc) {
+        double before = cc->turns_usage, now = cc->usage_primed ? cc->usage : -1;
+        unsigned turns = (unsigned) MIN((cc->n_tids + SAMPLER_TURN_THREADS - 1) / SAMPLER_TURN_THREADS,
+                                        (size_t) SAMPLER_TURN_MAX);
+
+        cc->turns_usage = now;
+        if (s->full || turns <= 1 || now < 0)
+                return 1;
+        if (before < 0 ||
+            fabs(now - before) * 100 >
+                    SAMPLER_TURN_CHANGE_PERCENT * MAX(before, (double) SCHED_CAPACITY_SCALE / 4)) {
+                for (size_t k = 0; k < cc->n_threads; k++)
+                        cc->threads[k].skip = 0;
+                return 1;
+        }
+        return turns;
+}
+
+/* Every member, read through the idle back-off and in turns (or taken from
+ * this tick's scan), into a table that replaces the cache's. A member that
+ * vanished leaves the membership. */
+static int threads_all(Sampler *s, const SamplerCgroup *sc, CgroupCache *cc, ThreadTable *scan,
+                       size_t n_scanned, uint64_t now_us, CgroupSample *c) {
         ThreadTable nt = {};
         size_t kept = 0;
+        unsigned turns = cgroup_turns(s, cc);
         int r = 0;
 
         c->threads = calloc(cc->n_tids + 1, sizeof(ThreadSample));
@@ -224,8 +248,10 @@ static int threads_all(Sampler *s, CgroupCache *cc, ThreadTable *scan, size_t n_
                 pid_t tid = cc->tids[i];
                 ThreadPrev *tp = thread_cache_find(scan->items, n_scanned, tid);
                 if (!tp) {
+                        /* What steerd holds is checked every tick. */
+                        bool held = pid_array_has(sc->held, sc->n_held, tid);
                         r = thread_cache_sample(s, cc->threads, cc->n_threads, &nt, path_pid(cc, tid), tid,
-                                                now_us, &tp);
+                                                now_us, held ? 1 : turns, &tp);
                         if (r < 0)
                                 break;
                 }
@@ -289,7 +315,7 @@ static int threads_held(Sampler *s, const SamplerCgroup *sc, CgroupCache *cc, ui
                 if (!pid_array_has(cc->tids, cc->n_tids, sc->held[i]))
                         continue;
                 r = thread_cache_sample(s, cc->threads, cc->n_threads, &one, path_pid(cc, sc->held[i]),
-                                        sc->held[i], now_us, &tp);
+                                        sc->held[i], now_us, /* turns= */ 1, &tp);
                 if (r < 0 || !tp) {
                         thread_prevs_free(s, one.items, one.n);
                         if (r < 0)
@@ -330,8 +356,11 @@ static CgroupCache *cache_get(Sampler *s, const SamplerCgroup *sc) {
                 return NULL;
         s->cgroups = p;
         CgroupCache *cc = &s->cgroups[s->n_cgroups];
-        *cc = (CgroupCache){
-                .dir = strdup(sc->loc->dir), .v2 = sc->loc->v2, .usage_fd = -EBADF, .cpus_fd = -EBADF};
+        *cc = (CgroupCache){.dir = strdup(sc->loc->dir),
+                            .v2 = sc->loc->v2,
+                            .usage_fd = -EBADF,
+                            .cpus_fd = -EBADF,
+                            .turns_usage = -1};
         if (!cc->dir)
                 return NULL;
         s->n_cgroups++;
@@ -390,7 +419,7 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
         } else {
                 cc->usage_interval = 1;
                 cc->usage_skip = 0;
-                r = threads_all(s, cc, t, n_scanned, now_us, c);
+                r = threads_all(s, sc, cc, t, n_scanned, now_us, c);
         }
         c->n_members = cc->n_tids;
         return r;

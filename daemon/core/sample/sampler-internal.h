@@ -96,9 +96,10 @@ typedef struct CgroupCache {
         bool no_own;  /* neither exists: its processes stand in (until the next list read) */
         unsigned usage_interval, usage_skip;
         uint64_t usage_ns;
-        uint64_t usage_us; /* when usage_ns was read */
-        bool have_usage;   /* usage_ns holds a reading */
-        double usage;      /* capacity scale, smoothed; valid once usage_primed */
+        uint64_t usage_us;  /* when usage_ns was read */
+        bool have_usage;    /* usage_ns holds a reading */
+        double turns_usage; /* usage when its threads were last read in turns, < 0: not */
+        double usage;       /* capacity scale, smoothed; valid once usage_primed */
         bool usage_primed;
 
         /* The thread layer: the members' figures as of their last read,
@@ -207,9 +208,10 @@ static inline bool sampler_vanished(int r) {
 /* Read thread tid of process pid through the cache prev[0..n_prev) (sorted
  * by tid) and append it to t. Returns 0 and sets *ret (NULL if the thread
  * vanished or its files are malformed: both are logged and skipped, never
- * fatal). */
+ * fatal). turns: a busy thread is read again after that many ticks (1:
+ * next tick; SAMPLER_TURN_THREADS). */
 int thread_cache_sample(Sampler *s, ThreadPrev *prev, size_t n_prev, ThreadTable *t, pid_t pid, pid_t tid,
-                        uint64_t now_us, ThreadPrev **ret);
+                        uint64_t now_us, unsigned turns, ThreadPrev **ret);
 /* items[0..n) sorted by tid; NULL if tid is not among them. */
 ThreadPrev *thread_cache_find(ThreadPrev *items, size_t n, pid_t tid);
 void thread_table_sort(ThreadTable *t);

@@ -50,8 +50,9 @@ static int scan_process(Sampler *s, ThreadTable *t, pid_t pid, uint64_t now_us, 
                 if (*scanned >= s->settings.max_scan_threads)
                         return 1;
                 ThreadPrev *n;
+                /* Every tick: each thread's run delay is this tick's runnable. */
                 r = thread_cache_sample(s, s->threads, s->n_threads, t, pid, (pid_t) atoi(te->d_name),
-                                        now_us, &n);
+                                        now_us, /* turns= */ 1, &n);
                 if (r < 0)
                         return r;
                 if (n)

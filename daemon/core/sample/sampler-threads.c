@@ -236,7 +236,8 @@ static int read_fresh(Sampler *s, pid_t *pid, pid_t tid, bool keep, ThreadStat *
 
 /* The thread's figures since its last read (p, the same thread), and how
  * long until it is read again. */
-static void thread_fold(const Sampler *s, ThreadPrev *n, const ThreadPrev *p, uint64_t now_us) {
+static void thread_fold(const Sampler *s, ThreadPrev *n, const ThreadPrev *p, uint64_t now_us,
+                        unsigned turns) {
         uint64_t dt_us = now_us > p->read_us ? now_us - p->read_us : 0;
 
         /* No interval to fold (counters that went back): the figures held. */
@@ -270,13 +271,16 @@ static void thread_fold(const Sampler *s, ThreadPrev *n, const ThreadPrev *p, ui
         if (util < idle && wait < idle && n->util < idle && n->wait < idle)
                 n->interval = MIN(MAX(p->interval, 1u) * 2, SAMPLER_IDLE_MAX_TICKS);
         n->skip = n->interval - 1;
+        if (n->interval == 1 && turns > 1)
+                /* The next tick t with (t + tid) % turns == 0. */
+                n->skip = (unsigned) ((turns - (s->n_samples + 1 + (uint64_t) n->tid) % turns) % turns);
 }
 
 /* This tick's entry of a thread just read; p is its previous one, NULL if
  * none, and kept says whether the descriptors to take over are p's. */
 static int thread_push_read(Sampler *s, ThreadTable *t, ThreadPrev *p, bool kept, pid_t tid,
                             const ThreadStat *st, const ThreadSchedstat *ss, int *stat_fd, int *ss_fd,
-                            uint64_t now_us, ThreadPrev **ret) {
+                            uint64_t now_us, unsigned turns, ThreadPrev **ret) {
         ThreadPrev *n = thread_table_push(t);
         if (!n)
                 return -ENOMEM;
@@ -303,7 +307,7 @@ static int thread_push_read(Sampler *s, ThreadTable *t, ThreadPrev *p, bool kept
                 n->nr_migrations = p->nr_migrations;
                 n->have_migrations = p->have_migrations;
                 n->tgid = p->tgid;
-                thread_fold(s, n, p, now_us);
+                thread_fold(s, n, p, now_us, turns);
         }
         *ret = n;
         return 0;
@@ -317,7 +321,7 @@ static int thread_push_read(Sampler *s, ThreadTable *t, ThreadPrev *p, bool kept
  * (run and wait) since its last read is read every 2, 4, ... up to
  * SAMPLER_IDLE_MAX_TICKS ticks, its figures held in between. */
 int thread_cache_sample(Sampler *s, ThreadPrev *prev, size_t n_prev, ThreadTable *t, pid_t pid, pid_t tid,
-                        uint64_t now_us, ThreadPrev **ret) {
+                        uint64_t now_us, unsigned turns, ThreadPrev **ret) {
         char ss_text[128];
         _cleanup_(closep) int stat_fd = -EBADF, ss_fd = -EBADF;
         ThreadStat st = {.processor = -1};
@@ -347,7 +351,7 @@ int thread_cache_sample(Sampler *s, ThreadPrev *prev, size_t n_prev, ThreadTable
                                &stat_fd, &ss_fd);
         if (r <= 0)
                 return r;
-        r = thread_push_read(s, t, p, kept, tid, &st, &ss, &stat_fd, &ss_fd, read_us, ret);
+        r = thread_push_read(s, t, p, kept, tid, &st, &ss, &stat_fd, &ss_fd, read_us, turns, ret);
         /* Its files opened under another process's directory: the kernel
          * says that process is the thread's. */
         if (r >= 0 && !kept && pid != tid)

@@ -25,6 +25,20 @@ typedef struct Sampler Sampler;
 #define SAMPLER_IDLE_PERCENT 1
 #define SAMPLER_IDLE_MAX_TICKS 8u
 
+/* Turns: a busy cgroup's busy threads that steerd holds no mask on are
+ * read about SAMPLER_TURN_THREADS a tick, each every ceil(n / that) ticks
+ * (at most SAMPLER_TURN_MAX), their figures held in between as an idle
+ * thread's are; a thread's turn comes when (tick + tid) % turns == 0, so
+ * that the reads spread evenly over the ticks. Every thread is read at
+ * once when the cgroup's use moved by more than SAMPLER_TURN_CHANGE_PERCENT
+ * since the tick before (a phase starts or ends: the window policy reacts
+ * within a tick or two), and steerd's held threads every tick. Reading 164
+ * busy threads every tick was most of steerd's CPU during hb4cg
+ * (docs/DECISIONS.md). */
+#define SAMPLER_TURN_THREADS 16u
+#define SAMPLER_TURN_MAX 4u
+#define SAMPLER_TURN_CHANGE_PERCENT 25.0
+
 /* The layers (docs/DECISIONS.md, "What the sampler reads"). A cgroup is
  * quiet while its CPU use, smoothed, stays under SAMPLER_QUIET_PERCENT of
  * one CPU plus SAMPLER_QUIET_THREAD_PERCENT per member: its threads then
