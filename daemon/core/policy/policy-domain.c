@@ -70,31 +70,34 @@ int policy_domains_build(const Snapshot *snap, WindowDomains *ret) {
         _cleanup_(policy_domains_done) WindowDomains w = {};
         _cleanup_(freep) int *first_core = calloc(MAX(snap->n_llcs, (size_t) 1), sizeof(int));
         _cleanup_(freep) unsigned *n_cores = calloc(MAX(snap->n_llcs, (size_t) 1), sizeof(unsigned));
-        int r;
+        _cleanup_(freep) int *pkg_domain = NULL; /* per package: its one-core LLCs' domain, -1: none yet */
+        int max_pkg = -1, r;
 
         w.d = calloc(MAX(snap->n_llcs, (size_t) 1), sizeof(WindowDomain));
         w.llc_domain = calloc(MAX(snap->n_llcs, (size_t) 1), sizeof(int));
-        if (!w.d || !w.llc_domain || !first_core || !n_cores)
+        for (size_t l = 0; l < snap->n_llcs; l++)
+                max_pkg = MAX(max_pkg, snap->llcs[l].package);
+        pkg_domain = malloc(((size_t) max_pkg + 1) * sizeof(int) + 1);
+        if (!w.d || !w.llc_domain || !first_core || !n_cores || !pkg_domain)
                 return -ENOMEM;
+        for (int p = 0; p <= max_pkg; p++)
+                pkg_domain[p] = -1;
         count_cores(snap, first_core, n_cores);
 
         for (size_t l = 0; l < snap->n_llcs; l++) {
-                w.llc_domain[l] = -1;
-                if (one_core(snap, n_cores, l))
-                        /* Joins the domain of an earlier one-core LLC of its package. */
-                        for (size_t k = 0; k < l; k++)
-                                if (one_core(snap, n_cores, k) &&
-                                    snap->llcs[k].package == snap->llcs[l].package) {
-                                        w.llc_domain[l] = w.llc_domain[k];
-                                        w.d[w.llc_domain[l]].n_llcs++;
-                                        break;
-                                }
-                if (w.llc_domain[l] >= 0)
+                int *joined = one_core(snap, n_cores, l) ? &pkg_domain[snap->llcs[l].package] : NULL;
+                if (joined && *joined >= 0) {
+                        /* The domain of an earlier one-core LLC of its package. */
+                        w.llc_domain[l] = *joined;
+                        w.d[*joined].n_llcs++;
                         continue;
+                }
                 WindowDomain *d = &w.d[w.n];
                 *d = (WindowDomain){.id = (int) l, .view = snap->llcs[l], .n_llcs = 1};
                 snprintf(d->label, sizeof(d->label), "llc %zu", l);
                 w.llc_domain[l] = (int) w.n++;
+                if (joined)
+                        *joined = w.llc_domain[l];
         }
         for (size_t i = 0; i < w.n; i++) {
                 WindowDomain *d = &w.d[i];
