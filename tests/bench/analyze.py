@@ -22,13 +22,14 @@ NAMES = {
     'hb1p': 'hackbench -g 4, 1 process',
     'msg': 'perf bench messaging',
     'pipe': 'perf bench pipe',
+    'ring': 'a token ring of four threads',
     'cyc': 'cyclictest + noise',
     'tbench': 'tbench loopback',
     'phases': 'the load moves between four cgroups',
 }
 FIGURE = {
     'hb4cg': 'wall time', 'hb1p': 'time', 'msg': 'total time', 'pipe': 'usecs/op',
-    'cyc': 'p99 wakeup latency', 'tbench': 'throughput', 'phases': 'wall time',
+    'ring': 'time', 'cyc': 'p99 wakeup latency', 'tbench': 'throughput', 'phases': 'wall time',
 }
 HARM = 0.02     # "no workload more than 2% slower"
 
@@ -791,8 +792,10 @@ class Analysis:
                '`latency` (started before the workload, stopped with SIGTERM after it); **static** = per-group '
                'pinning by hand, no steerd: the workload\'s groups spread evenly over the CPUs (hackbench 4 cgroups: '
                'two cgroups per CPU via cpuset.cpus; hackbench -g 4: the threads of groups 1-2 on CPU 0 and 3-4 on '
-               'CPU 1 with sched_setaffinity right after start; messaging and pipe: their one group on one CPU; '
-               'cyclictest: thread i on CPU i (`-a`); tbench: one server+client pair per CPU).')
+               'CPU 1 with sched_setaffinity right after start; messaging, pipe and ring: their one group on one CPU; '
+               'cyclictest: thread i on CPU i (`-a`); tbench: one server+client pair per CPU). '
+               '**MODE-nocoloc** = that mode with issue 14\'s co-location off (`Consolidate=no`, '
+               '`WakeGroups=no`, `StickyPairWakeups=0`), where the run has it.')
         self.w('- Every workload runs in cpuset v1 cgroups created for the run (all CPUs unless static) and removed '
                'after it; the cyclictest noise runs in a cgroup that is never opted in.')
         self.w('- cpu-migrations and context-switches: `perf stat -a` (system wide, so they include other work on '

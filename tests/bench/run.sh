@@ -24,8 +24,10 @@ usage: tests/bench/run.sh [OPTIONS]
   --configs LIST     comma-separated subset of: default observe latency balanced static;
                      experiments may add variants of the steerd modes: MODE-nodbg (steerd
                      without debugfs, in its own mount namespace), MODE-noguard
-                     (GuardWindowMs=0), MODE-base (the steerd binary STEERD_BASE, e.g.
-                     the commit before a change), e.g. latency-nodbg
+                     (GuardWindowMs=0), MODE-nocoloc (issue 14's co-location off:
+                     Consolidate=no WakeGroups=no StickyPairWakeups=0), MODE-base (the
+                     steerd binary STEERD_BASE, e.g. the commit before a change), e.g.
+                     latency-nodbg
   --policy KEY=VAL   extra [Policy] setting for every steerd run (repeatable), e.g.
                      --policy GuardPercent=20 to try another default
   --period MS        SamplePeriodMs of the steerd runs (default 100)
@@ -62,11 +64,11 @@ done
 if [ "$QUICK" = 1 ]; then
         : "${REPS:=1}"
         HB4_LOOPS=4000 HB1_LOOPS=3000 MSG_ITERS=2 PIPE_LOOPS=100000 CYC_SECONDS=4 TB_SECONDS=4 TB_CLIENTS=1
-        PH_LOOPS=2000
+        PH_LOOPS=2000 RING_HOPS=300000
 else
         : "${REPS:=5}"
         HB4_LOOPS=20000 HB1_LOOPS=12000 MSG_ITERS=5 PIPE_LOOPS=300000 CYC_SECONDS=10 TB_SECONDS=10 TB_CLIENTS=1
-        PH_LOOPS=4000
+        PH_LOOPS=4000 RING_HOPS=1000000
 fi
 OUT=${OUT:-$BENCH_DIR/results/latest}
 CONFIGS=(default observe latency balanced static)
@@ -91,7 +93,7 @@ if [ "$BUILD" = 1 ]; then
         # CMAKE_C_FLAGS= clears what an older build-bench/ may have cached.
         cmake -S "$BENCH_TOP" -B "$BENCH_TOP/build-bench" -DCMAKE_BUILD_TYPE=Release \
                 -DCMAKE_C_FLAGS= >"$LOGS/build.log" 2>&1 &&
-                make -C "$BENCH_TOP/build-bench" -j"$NCPU" steerd steerctl >>"$LOGS/build.log" 2>&1 ||
+                make -C "$BENCH_TOP/build-bench" -j"$NCPU" steerd steerctl steerd-test-load >>"$LOGS/build.log" 2>&1 ||
                 die "build failed, see $LOGS/build.log"
 fi
 [ -x "$STEERD" ] || die "no $STEERD (build it, or drop --no-build)"
@@ -138,6 +140,7 @@ noise_setup
         echo "hb1_loops=$HB1_LOOPS"
         echo "msg_iters=$MSG_ITERS"
         echo "pipe_loops=$PIPE_LOOPS"
+        echo "ring_hops=$RING_HOPS"
         echo "cyc_seconds=$CYC_SECONDS"
         echo "tb_seconds=$TB_SECONDS"
         echo "tb_clients=$TB_CLIENTS"
@@ -185,9 +188,10 @@ run_one() { # REP ORDER WORKLOAD CONFIG
         for g in "${extra[@]}"; do [ -n "$g" ] && cg_create "$g"; done
         case $cfg in
         observe* | latency* | balanced*)
-                # MODE[-nodbg][-noguard]: variants for experiments (see usage)
+                # MODE[-nodbg][-noguard][-nocoloc]: variants for experiments (see usage)
                 RUN_POLICY=()
                 [[ $cfg != *-noguard* ]] || RUN_POLICY+=(GuardWindowMs=0)
+                [[ $cfg != *-nocoloc* ]] || RUN_POLICY+=(Consolidate=no WakeGroups=no StickyPairWakeups=0)
                 local nodbg=0 bin=$STEERD
                 [[ $cfg != *-nodbg* ]] || nodbg=1
                 # MODE-base: the build named by STEERD_BASE (another commit), side by side

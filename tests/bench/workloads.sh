@@ -9,13 +9,13 @@
 # The primary figure is the metric "primary".
 #
 # Sizes come from run.sh (full or --quick): HB4_LOOPS, HB1_LOOPS, MSG_ITERS,
-# PIPE_LOOPS, CYC_SECONDS, TB_SECONDS, TB_CLIENTS, PH_LOOPS.
+# PIPE_LOOPS, RING_HOPS, CYC_SECONDS, TB_SECONDS, TB_CLIENTS, PH_LOOPS.
 #
 # A workload with W_STATICS runs the static configuration once per variant
 # (static-V for each V), wl_W_static I N static-V giving the CPUs; the report
 # adds static-best, the best variant of each round.
 
-WORKLOADS=(hb4cg hb1p msg pipe cyc tbench phases)
+WORKLOADS=(hb4cg hb1p msg pipe ring cyc tbench phases)
 
 m() { echo "$1 $2" >>"$METRICS"; }
 now() { date +%s.%N; }
@@ -92,6 +92,19 @@ wl_pipe() {
         cg_exec "pipe" perf bench sched pipe -l "$PIPE_LOOPS" >"$dir/pipe.out" 2>&1
         m primary "$(awk '/usecs\/op/ {print $1}' "$dir/pipe.out")"
         m total_s "$(awk '/Total time:/ {print $3}' "$dir/pipe.out")"
+}
+
+# ---- a token ring of four threads (tests/tools/load.c --rings): each wakes
+# the next over a pipe; below overload, the consolidation window's case ----
+ring_GROUPS=("ring")
+ring_BETTER=lower
+ring_UNIT=s
+ring_WHAT() { echo "one ring of 4 threads passing a token over pipes (\`steerd-test-load --rings 1 --threads 4 --hops $RING_HOPS\`) in one opted-in cgroup; time for $RING_HOPS hand-overs"; }
+wl_ring() {
+        local cfg=$1 dir=$2
+        echo go | cg_exec "ring" "$BENCH_TOP/build-bench/steerd-test-load" --rings 1 --threads 4 \
+                --hops "$RING_HOPS" --seconds 300 >"$dir/ring.out" 2>&1
+        m primary "$(awk '/^ring:/ {print $5}' "$dir/ring.out")"
 }
 
 # ---- cyclictest (SCHED_OTHER) opted in, stress-ng --cpu noise not opted in ----

@@ -4,7 +4,8 @@
  * RATE short-lived threads created per second, or RINGS rings of N threads
  * that pass a token around through pipes (each wakes the next: groups that
  * talk among themselves and never to another ring). Runs SECONDS, then
- * exits. */
+ * exits; with --hops H, rings run until each ring has handed its token on
+ * H times and print how long that took (the benchmark's ring workload). */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -41,26 +42,33 @@ static void *worker(void *arg) {
         return NULL;
 }
 
-/* One thread of a ring: reads the token from its pipe, hands it on. */
+/* One thread of a ring: reads the token from its pipe, hands it on. Its
+ * count of hand-overs has a cache line of its own: a shared counter would
+ * add a transfer to every hand-over. */
 typedef struct RingEnd {
         int in, out;
+        _Alignas(64) atomic_ulong hops;
 } RingEnd;
 
 static void *ring_worker(void *arg) {
         RingEnd *e = arg;
         char c;
-        while (!atomic_load(&stop) && read(e->in, &c, 1) == 1)
+        while (!atomic_load(&stop) && read(e->in, &c, 1) == 1) {
                 if (write(e->out, &c, 1) != 1)
                         break;
+                atomic_store_explicit(&e->hops, atomic_load_explicit(&e->hops, memory_order_relaxed) + 1,
+                                      memory_order_relaxed);
+        }
         return NULL;
 }
 
 /* rings x n threads; the first of each ring gets the token. */
-static pthread_t *start_rings(unsigned rings, unsigned n, size_t *ret_n) {
+static pthread_t *start_rings(unsigned rings, unsigned n, RingEnd **ret_ends, size_t *ret_n) {
         pthread_t *t = calloc((size_t) rings * n, sizeof(pthread_t));
-        RingEnd *e = calloc((size_t) rings * n, sizeof(RingEnd));
+        RingEnd *e = aligned_alloc(64, sizeof(RingEnd) * (size_t) rings * n);
         if (!t || !e)
                 return NULL;
+        memset(e, 0, sizeof(RingEnd) * (size_t) rings * n);
         for (unsigned r = 0; r < rings; r++) {
                 int(*fd)[2] = calloc(n, sizeof(*fd));
                 if (!fd)
@@ -78,7 +86,35 @@ static pthread_t *start_rings(unsigned rings, unsigned n, size_t *ret_n) {
                 if (pthread_create(&t[i], NULL, ring_worker, &e[i]) != 0)
                         return NULL;
         *ret_n = (size_t) rings * n;
-        return t; /* e lives as long as the threads: until exit */
+        *ret_ends = e; /* lives as long as the threads: until exit */
+        return t;
+}
+
+/* Until every ring has handed its token on hops times (or SECONDS passed):
+ * prints the time it took. */
+static int run_hops(const RingEnd *e, unsigned rings, unsigned n, unsigned long hops, double seconds) {
+        double t0 = now_s();
+        for (;;) {
+                bool done = true;
+                for (unsigned r = 0; r < rings && done; r++) {
+                        unsigned long sum = 0;
+                        for (unsigned i = 0; i < n; i++)
+                                sum += atomic_load_explicit(&e[r * n + i].hops, memory_order_relaxed);
+                        done = sum >= hops;
+                }
+                if (done)
+                        break;
+                if (now_s() - t0 > seconds) {
+                        fprintf(stderr, "ring: not done within %.0f s\n", seconds);
+                        return 1;
+                }
+                usleep(2000);
+        }
+        double dt = now_s() - t0;
+        printf("ring: %lu hand-overs in %.3f s: %.0f a second, %.3f us each\n", hops, dt, hops / dt,
+               dt * 1e6 / hops);
+        fflush(stdout);
+        return 0;
 }
 
 static void *short_lived(void *arg) {
@@ -91,14 +127,19 @@ static void *short_lived(void *arg) {
 
 int main(int argc, char *argv[]) {
         unsigned threads = 4, rate = 0, rings = 0;
+        unsigned long hops = 0;
         double seconds = 10;
         int c;
         static const struct option options[] = {
-                {"threads", required_argument, NULL, 't'}, {"duty", required_argument, NULL, 'd'},
-                {"churn", required_argument, NULL, 'c'},   {"seconds", required_argument, NULL, 's'},
-                {"rings", required_argument, NULL, 'r'},   {},
+                {"threads", required_argument, NULL, 't'},
+                {"duty", required_argument, NULL, 'd'},
+                {"churn", required_argument, NULL, 'c'},
+                {"seconds", required_argument, NULL, 's'},
+                {"rings", required_argument, NULL, 'r'},
+                {"hops", required_argument, NULL, 'H'},
+                {},
         };
-        while ((c = getopt_long(argc, argv, "t:d:c:s:r:", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "t:d:c:s:r:H:", options, NULL)) >= 0)
                 switch (c) {
                 case 't':
                         threads = (unsigned) atoi(optarg);
@@ -115,10 +156,13 @@ int main(int argc, char *argv[]) {
                 case 'r':
                         rings = (unsigned) atoi(optarg);
                         break;
+                case 'H':
+                        hops = strtoul(optarg, NULL, 10);
+                        break;
                 default:
                         fprintf(stderr,
-                                "usage: %s [--threads N] [--duty PCT] [--churn RATE] [--rings N] [--seconds "
-                                "S]\n",
+                                "usage: %s [--threads N] [--duty PCT] [--churn RATE] [--rings N [--hops H]] "
+                                "[--seconds S]\n",
                                 argv[0]);
                         return 2;
                 }
@@ -132,8 +176,11 @@ int main(int argc, char *argv[]) {
 
         if (rings > 0) {
                 size_t n = 0;
-                if (!start_rings(rings, threads, &n))
+                RingEnd *e = NULL;
+                if (!start_rings(rings, threads, &e, &n))
                         return 1;
+                if (hops > 0)
+                        return run_hops(e, rings, threads, hops, seconds);
                 usleep((useconds_t) (seconds * 1e6));
                 return 0; /* the ring threads end with the process */
         }

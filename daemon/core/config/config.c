@@ -57,6 +57,7 @@ static const KeyDef key_table[] = {
         K("Policy", "StickyPairWakeups", KEY_DOUBLE, sticky_pair_wakeups, 0, 10000000),
         K("Policy", "StickyPairIdlePercent", KEY_DOUBLE, sticky_pair_idle_percent, 0, 100),
         K("Policy", "WakeGroups", KEY_BOOL, wake_groups, 0, 0),
+        K("Policy", "Consolidate", KEY_BOOL, consolidate, 0, 0),
         K("Policy", "ImbalancePercent", KEY_UINT, imbalance_percent, 100, 1000),
         K("Policy", "MaxMovesPerTick", KEY_UINT, max_moves_per_tick, 0, 100000),
         K("Policy", "MinResidencyMs", KEY_MSEC, min_residency_ms, 0, 86400000),

@@ -41,6 +41,7 @@ void settings_init_defaults(Settings *s) {
         s->sticky_max_pins = 16;
         s->sticky_pair_wakeups = 1000;
         s->wake_groups = true;
+        s->consolidate = true;
         s->sticky_pair_idle_percent = 30;
         s->sticky_scope = STICKY_SCOPE_CORE;
         s->imbalance_percent = 117;

@@ -63,6 +63,9 @@ typedef struct Settings {
         bool wake_groups;                /* WakeGroups=, yes: sample who wakes whom (sched_waking
                                           * through perf) in cgroups with three or more talkers, and
                                           * place the groups that talk among themselves */
+        bool consolidate;                /* Consolidate=, yes: a latency cgroup whose threads hand work
+                                          * to each other and whose demand fits in fewer cores than
+                                          * it runs on gets a demand-sized window below overload */
         unsigned imbalance_percent;      /* 117 */
         unsigned max_moves_per_tick;     /* 4 */
         uint64_t min_residency_ms;       /* 1000 */

@@ -77,6 +77,15 @@ static int explain_guard_layer(Explanation *e, const Settings *st, const CgroupS
         const Verdict *v = &c->verdict[p];
         char a[32], b[32];
 
+        if (l->mask && x->active && x->by_progress)
+                return say(e, "guard",
+                           "%s being judged for %s more by progress: %.0f wakeups/s before, so far %.0f "
+                           "over %u samples; reverted when it falls under before / %.0f%%, kept when it "
+                           "rises by %.0f%%, wait per CPU received decides in between",
+                           action_policy_to_string(p),
+                           seconds(x->end_us > now_us ? x->end_us - now_us : 0, a, 32), x->before_progress,
+                           x->n_samples ? x->sum_progress / x->n_samples : 0, x->n_samples,
+                           100 + st->guard_percent, st->guard_percent);
         if (l->mask && x->active) {
                 double after = x->n_samples ? x->sum_wait / x->n_samples : 0;
                 return say(e, "guard",
@@ -114,10 +123,19 @@ static int explain_window_placed(Explanation *e, const CgroupState *c, const Llc
         char m[CPUSET_STRLEN];
 
         if (c->window_gate == WINDOW_GATE_HELD)
-                return say(e, "window",
-                           "window %s held in %s (util %.0f%%, nr_idle_scan %u of %u); demand %.0f",
+                return say(e, "window", "%s %s held in %s (util %.0f%%, nr_idle_scan %u of %u); demand %.0f",
+                           c->window_consolidated ? "consolidation window" : "window",
                            c->window.mask ? cpuset_to_string(c->window.mask, m, sizeof(m)) : "-", where,
                            util, nr, w, c->window_gate_demand);
+        if (c->window_gate == WINDOW_GATE_CONSOLIDATE)
+                return say(e, "window",
+                           c->window.mask ? "consolidation window %s placed in %s below overload (util "
+                                            "%.0f%%, nr_idle_scan %u of %u); demand %.0f"
+                                          : "may get a consolidation window%s in %s below overload (util "
+                                            "%.0f%%, nr_idle_scan %u of %u; demand %.0f); none placed (no "
+                                            "room on fewer cores, or residency)",
+                           c->window.mask ? cpuset_to_string(c->window.mask, m, sizeof(m)) : "", where, util,
+                           nr, w, c->window_gate_demand);
         if (c->window.mask)
                 return say(e, "window",
                            "window %s placed in %s: overloaded (util %.0f%% >= %.0f%%, nr_idle_scan %u "
@@ -132,8 +150,58 @@ static int explain_window_placed(Explanation *e, const CgroupState *c, const Llc
                    where, util, nr, w, c->window_gate_demand);
 }
 
-static int explain_window(Explanation *e, const Snapshot *snap, const Settings *st, const CgroupSample *cg,
-                          const CgroupState *c, uint64_t now_us) {
+/* Below overload: what the consolidation rule (policy-consolidate.c) found. */
+static int explain_consolidate(Explanation *e, const CgroupState *c) {
+        const ConsolidateLook *l = &c->consolidate;
+        const char *why;
+
+        switch (l->gate) {
+        case CONSOLIDATE_UNSEEN:
+                return 0;
+        case CONSOLIDATE_OFF:
+                return say(e, "consolidate", "off (Consolidate=no)");
+        case CONSOLIDATE_PINNED:
+                return say(e, "consolidate",
+                           "no: its threads are pinned as pairs or groups, which is finer");
+        case CONSOLIDATE_PAIR:
+                return say(e, "consolidate",
+                           "no: it holds a pair of talking threads, which is pinned instead");
+        case CONSOLIDATE_GROUPS:
+                return say(e, "consolidate",
+                           "no: its threads talk in groups that are placed apart (who wakes whom)");
+        case CONSOLIDATE_NO_HANDOFF:
+                why = "no: its threads do not hand work to each other";
+                break;
+        case CONSOLIDATE_WAITS:
+                why = "no: its threads already wait for CPU";
+                break;
+        case CONSOLIDATE_FITS_NOT:
+                why = "no: its demand needs every core it runs on";
+                break;
+        case CONSOLIDATE_HELD:
+                return say(
+                        e, "consolidate",
+                        "held: its threads still hand work (%.0f wakeups/s >= %.0f, %.0f us a run <= %.0f; "
+                        "wait %.0f%%, a core more above %.0f%%)",
+                        l->wakeups, CONSOLIDATE_MIN_WAKEUPS / 2, l->run_us, PAIR_MAX_RUN_US * 2,
+                        l->wait_share * 100, CONSOLIDATE_GROW_WAIT_SHARE * 100);
+        case CONSOLIDATE_CANDIDATE:
+                why = "yes: its threads hand work to each other and fit in fewer cores";
+                break;
+        case _CONSOLIDATE_MAX:
+        default:
+                return 0;
+        }
+        return say(
+                e, "consolidate",
+                "%s (%u busy threads, %.0f wakeups/s >= %.0f, %.0f us a run <= %.0f, wait %.0f%% <= %.0f%%, "
+                "on %u cores, demand needs %u)",
+                why, l->busy, l->wakeups, CONSOLIDATE_MIN_WAKEUPS, l->run_us, PAIR_MAX_RUN_US,
+                l->wait_share * 100, CONSOLIDATE_MAX_WAIT_SHARE * 100, l->spread, l->need);
+}
+
+static int explain_window_gate(Explanation *e, const Snapshot *snap, const Settings *st,
+                               const CgroupSample *cg, const CgroupState *c, uint64_t now_us) {
         _cleanup_(policy_domains_done) WindowDomains doms = {};
         int r = policy_domains_build(snap, &doms);
         if (r < 0)
@@ -193,12 +261,21 @@ static int explain_window(Explanation *e, const Snapshot *snap, const Settings *
                 return say(e, "window", "no window: none of the CPUs it may use are in %s", where);
         case WINDOW_GATE_HELD:
         case WINDOW_GATE_CANDIDATE:
+        case WINDOW_GATE_CONSOLIDATE:
                 return explain_window_placed(e, c, l, where);
         case _WINDOW_GATE_MAX:
         default:
                 break;
         }
         return 0;
+}
+
+static int explain_window(Explanation *e, const Snapshot *snap, const Settings *st, const CgroupSample *cg,
+                          const CgroupState *c, uint64_t now_us) {
+        int r = explain_window_gate(e, snap, st, cg, c, now_us);
+        if (r < 0)
+                return r;
+        return explain_consolidate(e, c);
 }
 
 static int explain_sticky(Explanation *e, const Settings *st, const CgroupSample *cg, const CgroupState *c) {

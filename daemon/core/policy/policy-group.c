@@ -139,6 +139,20 @@ int policy_groups_find(const PolicyCtx *ctx, const CgroupState *c, ThreadGroup *
         return groups_collect(talk, n, parent, ret, ret_n);
 }
 
+int policy_groups_apart(const PolicyCtx *ctx, const CgroupState *c, bool *ret) {
+        ThreadGroup *g = NULL;
+        size_t n = 0, big = 0;
+        int r = policy_groups_find(ctx, c, &g, &n);
+
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                big += g[i].n >= 3;
+        policy_groups_free(g, n);
+        if (r < 0)
+                return r;
+        *ret = n >= 2 && big > 0;
+        return 0;
+}
+
 void policy_group_load(const CgroupState *c, const ThreadState *lead, double *ret_wait, double *ret_util) {
         double wait = 0, util = 0;
 

@@ -9,7 +9,11 @@
  *   policy.c            one tick: policy_decide(), mode off, the safety
  *                       restores (validate, fixup)
  *   policy-balance.c    moves between LLCs (DESIGN.md 1.3)
- *   policy-window.c     the scan window within an LLC (DESIGN.md 1.1)
+ *   policy-window.c     the scan window within an LLC (DESIGN.md 1.1), and the
+ *                       consolidation window below overload (DESIGN.md 1.5a)
+ *   policy-consolidate.c whether a cgroup below overload hands work among its
+ *                       threads and fits in fewer cores than it runs on (asks the
+ *                       pairs and groups whether they place it finer)
  *   policy-domain.c     leaf: where windows go: an LLC, or a package's one-core LLCs
  *   policy-sticky.c     prev-CPU pins and their release (DESIGN.md 1.2)
  *   policy-pair.c       a pair of talking threads pinned together, or not at all
@@ -131,8 +135,35 @@ typedef enum WindowGate {
         WINDOW_GATE_NOT_HERE,      /* none of its CPUs in its home LLC */
         WINDOW_GATE_HELD,          /* it holds a window there */
         WINDOW_GATE_CANDIDATE,     /* it may get one: placed if the plan says so */
+        WINDOW_GATE_CONSOLIDATE,   /* below overload, it may get a consolidation window */
         _WINDOW_GATE_MAX,
 } WindowGate;
+
+/* Why a cgroup below overload gets a consolidation window, or why not
+ * (policy-consolidate.c), for the window policy and policy_explain(). */
+typedef enum ConsolidateGate {
+        CONSOLIDATE_UNSEEN,     /* not looked at (overloaded, or another gate first) */
+        CONSOLIDATE_OFF,        /* Consolidate=no */
+        CONSOLIDATE_PINNED,     /* threads of it hold pins (a pair's, a group's): placed finer */
+        CONSOLIDATE_PAIR,       /* two busy threads, or pairs among them: pinned, not windowed */
+        CONSOLIDATE_GROUPS,     /* groups that talk among themselves: placed apart, not windowed */
+        CONSOLIDATE_NO_HANDOFF, /* too few wakeups, or long runs: its threads do not hand work on */
+        CONSOLIDATE_WAITS,      /* its threads wait for CPU already: no room to squeeze */
+        CONSOLIDATE_FITS_NOT,   /* its demand needs every core it runs on */
+        CONSOLIDATE_CANDIDATE,  /* hands work and fits in fewer cores */
+        CONSOLIDATE_HELD,       /* holds a consolidation window and still hands work */
+        _CONSOLIDATE_MAX,
+} ConsolidateGate;
+
+typedef struct ConsolidateLook {
+        ConsolidateGate gate;
+        double wakeups;    /* Σ wakeups per second of its threads */
+        double run_us;     /* CPU per wakeup, microseconds */
+        double wait_share; /* Σ wait / Σ util */
+        unsigned busy;     /* threads with at least CONSOLIDATE_BUSY_UTIL */
+        unsigned spread;   /* cores of the domain its busy threads last ran on */
+        unsigned need;     /* cores its demand needs (policy_consolidate_demand_cpus()) */
+} ConsolidateLook;
 
 typedef struct CgroupState {
         char *path;
@@ -140,6 +171,8 @@ typedef struct CgroupState {
         Layer home;   /* balance: the whole cgroup moved to another LLC */
         Layer window; /* the scan window, on top of home */
         int window_llc;
+        bool window_consolidated;       /* the window was placed below overload (consolidation) */
+        ConsolidateLook consolidate;    /* the last look below overload, for policy_explain() */
         uint64_t window_short_since_us; /* overloaded and the window too small since; 0: it is not */
         Departure left;                 /* its last whole-cgroup balance move */
         Backoff backoff[N_LAYER_POLICIES];
@@ -305,6 +338,9 @@ typedef struct ThreadGroup {
  * where the snapshot has no partners. */
 int policy_groups_find(const PolicyCtx *ctx, const CgroupState *c, ThreadGroup **ret, size_t *ret_n);
 void policy_groups_free(ThreadGroup *g, size_t n);
+/* Whether the cgroup's groups are placed apart (policy-group-place.c): two
+ * or more, one of them of three or more. */
+int policy_groups_apart(const PolicyCtx *ctx, const CgroupState *c, bool *ret);
 /* Whether the snapshot says who wakes whom in this cgroup. */
 bool policy_cgroup_has_partners(const CgroupState *c);
 /* Σ wait and Σ util of the group's pinned members: the guard judges a
@@ -418,12 +454,45 @@ bool policy_demand_too_light(double demand);
  * CPUs over a whole number. */
 #define WINDOW_SHARE_SLACK 0.15
 
+/* policy-consolidate.c: a consolidation window (DESIGN.md 1.5a) is for a
+ * cgroup whose threads hand work to each other: at least this many wakeups
+ * a second in all, ... */
+#define CONSOLIDATE_MIN_WAKEUPS 1000.0
+/* ... for runs of at most PAIR_MAX_RUN_US per wakeup on average, with
+ * run-queue wait at most this share of the CPU they receive. A hand-over
+ * waits (the wakee for the waker to block): measured across two CPUs, a
+ * ping-pong waited 12% of its runtime, token rings of three and four
+ * threads 21% and 45%; perf bench messaging, whose 40 threads need the
+ * CPUs they have, 1,600% ... */
+#define CONSOLIDATE_MAX_WAIT_SHARE 0.75
+/* ... counting the threads busy with at least this much of a CPU
+ * (capacity scale: 1%); a held window lets go when its wakeups fall under
+ * half the minimum or its runs grow past twice the maximum. */
+#define CONSOLIDATE_BUSY_UTIL 10.24
+/* A held consolidation window grows by a core when its threads wait at
+ * least as long as they run: more of them runnable at once than it has
+ * CPUs (a hand-over alone waits far less: the wakee waits only for the
+ * waker to block). */
+#define CONSOLIDATE_GROW_WAIT_SHARE 1.0
+/* A new consolidation window fills at most this share of its CPUs with its
+ * demand and what else runs there (the ring above: 840 and the noise of
+ * the host on one CPU). */
+#define CONSOLIDATE_MAX_FILL 0.9
+/* Looks at a cgroup of the window domain dom_index (in ctx->domains) with
+ * demand (Σ util); held: it holds a consolidation window there. */
+int policy_consolidate_look(const PolicyCtx *ctx, const CgroupState *c, int dom_index, double demand,
+                            bool held, ConsolidateLook *ret);
+/* CPUs a consolidation window of a cgroup needs: its demand, rounded up. */
+unsigned policy_consolidate_demand_cpus(double demand);
+
 /* The policies, in the order policy_decide() runs them. */
 int policy_guard(PolicyCtx *ctx);
 int policy_sticky_release(PolicyCtx *ctx);
 int policy_pair_release(PolicyCtx *ctx);
 /* Pins pairs within the tick's pin budget; *ret_pins: the pins it used. */
 int policy_pair_pin(PolicyCtx *ctx, unsigned budget, unsigned *ret_pins);
+/* Whether the cgroup has a pair to pin (policy-pair.c). */
+int policy_pairs_found(const PolicyCtx *ctx, const CgroupState *c, bool *ret);
 int policy_balance(PolicyCtx *ctx);
 int policy_window(PolicyCtx *ctx);
 int policy_sticky_pin(PolicyCtx *ctx);

@@ -217,6 +217,7 @@ int policy_cgroup_set_layer(PolicyCtx *ctx, CgroupState *c, ActionPolicy policy,
                 /* A whole-cgroup move replaces the window: it belonged to the LLC left. */
                 policy_layer_done(&c->window);
                 c->window_llc = -1;
+                c->window_consolidated = false;
         }
         hwloc_bitmap_free(l->mask);
         l->mask = TAKE_PTR(mask);
@@ -282,6 +283,7 @@ int policy_cgroup_restore(PolicyCtx *ctx, CgroupState *c, bool keep_home, Action
 
         policy_layer_done(&c->window);
         c->window_llc = -1;
+        c->window_consolidated = false;
         if (!keep_home)
                 policy_layer_done(&c->home);
         if (!policy_cgroup_holds(c)) {

@@ -123,6 +123,17 @@ static int find_pairs(const PolicyCtx *ctx, const CgroupState *c, Pair **ret, si
         return 0;
 }
 
+int policy_pairs_found(const PolicyCtx *ctx, const CgroupState *c, bool *ret) {
+        _cleanup_(freep) Pair *pairs = NULL;
+        size_t n = 0;
+        int r = find_pairs(ctx, c, &pairs, &n);
+
+        if (r < 0)
+                return r;
+        *ret = n > 0;
+        return 0;
+}
+
 typedef struct PairUnit {
         hwloc_const_bitmap_t cpus;
         int unit;

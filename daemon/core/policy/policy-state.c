@@ -239,6 +239,7 @@ int policy_state_let_go(PolicyState *s, const char *cgroup, pid_t tid, uint64_t 
                 policy_layer_done(&c->home);
                 policy_layer_done(&c->window);
                 c->window_llc = -1;
+                c->window_consolidated = false;
                 hwloc_bitmap_free(c->orig);
                 c->orig = NULL;
                 return 0;

@@ -53,6 +53,7 @@ typedef struct Cand {
         size_t index;
         double demand;
         bool held;
+        bool consolidate; /* below overload: a consolidation window (policy-consolidate.c) */
 } Cand;
 
 typedef struct Home {
@@ -149,10 +150,39 @@ typedef struct WindowSize {
         unsigned scan_cpus, demand_cpus, share_cpus, need_cpus, need_cores;
 } WindowSize;
 
-static void window_size(const PolicyCtx *ctx, const LlcSample *llc, double demand, WindowSize *ret) {
+/* A consolidation window: a new one is its demand
+ * (policy_consolidate_demand_cpus()); a held one keeps its size, overloaded
+ * or not. Its own demand is no guide once placed: threads that hand work
+ * on, together, no longer idle between hand-overs, and a token ring fills
+ * the CPU it is given (1,020 where it used 840 across two), which would
+ * outgrow every window; and an LLC it fills to overload would size it by
+ * share and give it back. It grows by a core when its threads wait as long
+ * as they run (more of them runnable at once than it has CPUs); the guard
+ * judges the rest by their progress. */
+static void consolidation_size(const PolicyCtx *ctx, const Cand *cand, hwloc_const_bitmap_t cur,
+                               WindowSize *ret) {
+        const ConsolidateLook *l = &cand->c->consolidate;
+
+        *ret = (WindowSize){.demand_cpus = policy_consolidate_demand_cpus(cand->demand)};
+        if (cand->held)
+                ret->demand_cpus = (unsigned) hwloc_bitmap_weight(cur) +
+                                   (l->wait_share > CONSOLIDATE_GROW_WAIT_SHARE ? 1u : 0u);
+        ret->share_cpus = ret->demand_cpus;
+        ret->need_cpus = MAX(ret->demand_cpus, 1u);
+        ret->need_cores = MAX(ctx->settings->min_window_cores, 1u);
+}
+
+static void window_size(const PolicyCtx *ctx, const LlcSample *llc, const Cand *cand,
+                        hwloc_const_bitmap_t cur, WindowSize *ret) {
         const Settings *st = ctx->settings;
         bool overloaded = policy_llc_overloaded(llc);
+        double demand = cand->demand;
         double total = MAX(llc->util * llc->weight, demand);
+
+        if (cand->consolidate) {
+                consolidation_size(ctx, cand, cur, ret);
+                return;
+        }
 
         /* Outside overload the scan term would grow windows as the LLC calms
          * and jitter with it; there only the demand sizes them. */
@@ -214,6 +244,32 @@ static size_t choose_cores(LlcWork *w, const Cand *cand, hwloc_const_bitmap_t ba
         *ret_cpus = cpus;
         *ret_cores = cores;
         return n_chosen;
+}
+
+/* A new consolidation window must hold its demand on top of what else
+ * runs on its cores, within CONSOLIDATE_MAX_FILL of them: it never
+ * squeezes a group below its demand. Grows the choice a core at a time until it does. Returns how many
+ * cores it chose, 0 when no choice of fewer cores than the group runs on
+ * has room (nothing to consolidate). */
+static size_t consolidation_room(LlcWork *w, const Cand *cand, hwloc_const_bitmap_t base, WindowSize *size,
+                                 size_t n_chosen, unsigned *cpus, unsigned *cores) {
+        double need = cand->demand;
+
+        for (;;) {
+                double taken = 0;
+                unsigned before = *cpus;
+
+                if (*cores >= cand->c->consolidate.spread)
+                        return 0;
+                for (size_t s = 0; s < n_chosen; s++)
+                        taken += w->chosen[s]->background + w->chosen[s]->assigned;
+                if (taken + need <= CONSOLIDATE_MAX_FILL * *cpus * SCHED_CAPACITY_SCALE)
+                        return n_chosen;
+                size->need_cpus = *cpus + 1;
+                n_chosen = choose_cores(w, cand, base, size, cpus, cores);
+                if (*cpus == before)
+                        return 0;
+        }
 }
 
 /* The held window stays as it is: its cores carry its demand. */
@@ -278,26 +334,50 @@ static int outgrown(PolicyCtx *ctx, LlcWork *w, const Cand *cand, hwloc_const_bi
         return r;
 }
 
+static void window_reason(const PolicyCtx *ctx, const LlcWork *w, const Cand *cand, const WindowSize *size,
+                          unsigned cpus, unsigned cores, char *reason, size_t n) {
+        const LlcSample *llc = w->llc;
+        const ConsolidateLook *l = &cand->c->consolidate;
+
+        if (cand->consolidate)
+                snprintf(
+                        reason, n,
+                        "%s below overload (util %.0f, nr_idle_scan %u of %u); consolidate: %u busy threads "
+                        "hand work (%.0f wakeups/s, %.0f us a run, wait %.0f%%) on %u cores; demand %.0f "
+                        "-> %u cpus -> %u cores, %u cpus",
+                        w->dom->label, llc->util, llc->nr_idle_scan, llc->weight, l->busy, l->wakeups,
+                        l->run_us, l->wait_share * 100, l->spread, cand->demand, size->demand_cpus, cores,
+                        cpus);
+        else
+                snprintf(
+                        reason, n,
+                        "%s nr_idle_scan %u %s weight %u (util %.0f); demand %.0f +%.0f%% -> %u cpus, share "
+                        "%u cpus, scan %u cpus, min %u cores -> %u cores, %u cpus",
+                        w->dom->label, llc->nr_idle_scan, policy_llc_overloaded(llc) ? "< half of" : "of",
+                        llc->weight, llc->util, cand->demand, MAX(ctx->settings->window_headroom, 0.0) * 100,
+                        size->demand_cpus, size->share_cpus, size->scan_cpus, size->need_cores, cores, cpus);
+}
+
 static int set_window(PolicyCtx *ctx, LlcWork *w, const Cand *cand, const WindowSize *size, size_t n_chosen,
                       unsigned cpus, unsigned cores) {
-        const LlcSample *llc = w->llc;
         char reason[640];
         int r;
 
-        snprintf(reason, sizeof(reason),
-                 "%s nr_idle_scan %u %s weight %u (util %.0f); demand %.0f +%.0f%% -> %u cpus, share %u "
-                 "cpus, scan %u cpus, min %u cores -> %u cores, %u cpus",
-                 w->dom->label, llc->nr_idle_scan, policy_llc_overloaded(llc) ? "< half of" : "of",
-                 llc->weight, llc->util, cand->demand, MAX(ctx->settings->window_headroom, 0.0) * 100,
-                 size->demand_cpus, size->share_cpus, size->scan_cpus, size->need_cores, cores, cpus);
+        window_reason(ctx, w, cand, size, cpus, cores, reason, sizeof(reason));
         r = policy_cgroup_set_layer(ctx, cand->c, ACTION_POLICY_WINDOW, w->mask, reason);
         if (r < 0)
                 return r;
         if (r > 0) {
                 Experiment *e = &cand->c->window.exp;
-                double progress = policy_cgroup_progress(ctx->settings, cand->c->sample);
+                /* A consolidation is judged by its progress (its wakeups a
+                 * second, one per hand-over): together its threads wait for
+                 * each other's hand-over, which wait alone would revert. */
+                double progress = cand->consolidate ? policy_cgroup_wakeups(cand->c->sample)
+                                                    : policy_cgroup_progress(ctx->settings, cand->c->sample);
 
                 cand->c->window_llc = w->dom->id;
+                if (!cand->held)
+                        cand->c->window_consolidated = cand->consolidate;
                 account(w->chosen, n_chosen, cand->demand);
                 /* A new trial of a request/response cgroup is judged by its
                  * progress too (a growing window keeps its first trial's). */
@@ -323,10 +403,12 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
         hwloc_bitmap_and(base, base, ctx->online);
         hwloc_bitmap_and(cur, policy_cgroup_effective(c), ctx->online);
 
-        window_size(ctx, w->llc, cand->demand, &size);
+        window_size(ctx, w->llc, cand, cur, &size);
         n_chosen = choose_cores(w, cand, base, &size, &cpus, &cores);
         if (n_chosen == 0)
                 return 0;
+        if (cand->consolidate && !cand->held)
+                n_chosen = consolidation_room(w, cand, base, &size, n_chosen, &cpus, &cores);
 
         if (growth_waits(ctx, w, cand, cur, size.share_cpus >= (unsigned) hwloc_bitmap_weight(base))) {
                 keep_window(w, c, cand->demand);
@@ -356,11 +438,30 @@ static void note_gate(const PolicyCtx *ctx, CgroupState *c, WindowGate g, int do
         c->window_gate_in_home = h->in_home;
 }
 
+/* Below overload: a consolidation window, if the cgroup hands work among
+ * its threads and fits in fewer cores (policy-consolidate.c); the look is
+ * kept for policy_explain(). The gates of a window that are not about
+ * overload hold for it too. Returns the gate, or a negative errno. */
+static int consolidation_gate(const PolicyCtx *ctx, CgroupState *c, const WindowDomain *dom, const Home *h) {
+        const LlcSample *llc = &dom->view;
+        int index = (int) (dom - ctx->domains.d);
+        bool calm = llc->nr_idle_scan * 100.0 >= llc->weight * ctx->settings->window_widen_scan_percent;
+        WindowGate none = calm ? WINDOW_GATE_CALM : WINDOW_GATE_NOT_OVERLOADED;
+
+        c->consolidate = (ConsolidateLook){};
+        if (policy_cgroup_holds_thread_homes(c) || policy_demand_too_light(h->demand) || h->llc != index ||
+            !(h->in_home * 2 > h->demand))
+                return none;
+        int r = policy_consolidate_look(ctx, c, index, h->demand, false, &c->consolidate);
+        if (r < 0)
+                return r;
+        return c->consolidate.gate == CONSOLIDATE_CANDIDATE ? WINDOW_GATE_CONSOLIDATE : none;
+}
+
 /* The gates of a new window, in one place: collect_cands() keeps the
  * candidates and held ones, policy_explain() says which gate stopped the
- * others. */
-static WindowGate window_gate(const PolicyCtx *ctx, const CgroupState *c, const WindowDomain *dom,
-                              const Home *h) {
+ * others. Returns the gate, or a negative errno. */
+static int window_gate(const PolicyCtx *ctx, CgroupState *c, const WindowDomain *dom, const Home *h) {
         const Settings *st = ctx->settings;
         const LlcSample *llc = &dom->view;
         int index = (int) (dom - ctx->domains.d);
@@ -374,7 +475,7 @@ static WindowGate window_gate(const PolicyCtx *ctx, const CgroupState *c, const 
         if (c->window.mask)
                 return c->window_llc == dom->id ? WINDOW_GATE_HELD : WINDOW_GATE_UNSEEN;
         if (!policy_llc_overloaded(llc))
-                return WINDOW_GATE_NOT_OVERLOADED;
+                return consolidation_gate(ctx, c, dom, h);
         if (policy_cgroup_holds_thread_homes(c))
                 return WINDOW_GATE_BALANCE_HOMES;
         if (policy_demand_too_light(h->demand))
@@ -386,8 +487,28 @@ static WindowGate window_gate(const PolicyCtx *ctx, const CgroupState *c, const 
         return WINDOW_GATE_CANDIDATE;
 }
 
+/* A calm LLC: a window whose cgroup hands work and fits in fewer cores stays
+ * as a consolidation window (one placed on overload becomes one when it
+ * qualifies as a new one would), instead of being given back and placed
+ * again; release_consolidated() judges those held. */
+static int keeps_consolidating(const PolicyCtx *ctx, CgroupState *c, int index, const Home *h) {
+        ConsolidateLook l;
+        int r;
+
+        if (c->window_consolidated)
+                return 1;
+        if (policy_demand_too_light(h->demand) || h->llc != index)
+                return 0;
+        r = policy_consolidate_look(ctx, c, index, h->demand, false, &l);
+        if (r < 0 || l.gate != CONSOLIDATE_CANDIDATE)
+                return r;
+        c->window_consolidated = true;
+        c->consolidate = l;
+        return 1;
+}
+
 /* A calm LLC, or one too small for windows (MinLLCCPUs): every window in it
- * goes back. */
+ * goes back, but for the consolidation windows (keeps_consolidating()). */
 static int widen_all(PolicyCtx *ctx, const WindowDomain *dom, bool small, const Home *homes) {
         const Settings *st = ctx->settings;
         const LlcSample *llc = &dom->view;
@@ -408,6 +529,13 @@ static int widen_all(PolicyCtx *ctx, const WindowDomain *dom, bool small, const 
 
                 if (!c || c->acted || !c->window.mask || c->window_llc != dom->id)
                         continue;
+                if (!small) {
+                        r = keeps_consolidating(ctx, c, index, &homes[i]);
+                        if (r < 0)
+                                return r;
+                        if (r > 0)
+                                continue;
+                }
                 if (small)
                         snprintf(reason, sizeof(reason), "%s weight %u < MinLLCCPUs %u", dom->label,
                                  llc->weight, st->min_llc_cpus);
@@ -423,8 +551,9 @@ static int widen_all(PolicyCtx *ctx, const WindowDomain *dom, bool small, const 
 }
 
 /* The cgroups that keep their window in the LLC or may get one, held ones
- * first, then by demand (cand_cmp()). Returns how many. */
-static size_t collect_cands(PolicyCtx *ctx, const WindowDomain *dom, const Home *homes, Cand *cands) {
+ * first, then by demand (cand_cmp()), and how many. */
+static int collect_cands(PolicyCtx *ctx, const WindowDomain *dom, const Home *homes, Cand *cands,
+                         size_t *ret_n) {
         int index = (int) (dom - ctx->domains.d);
         size_t n = 0;
 
@@ -432,22 +561,32 @@ static size_t collect_cands(PolicyCtx *ctx, const WindowDomain *dom, const Home 
                 CgroupState *c = ctx->by_sample[i];
                 if (!c)
                         continue;
-                WindowGate g = window_gate(ctx, c, dom, &homes[i]);
+                int r = window_gate(ctx, c, dom, &homes[i]);
+                if (r < 0)
+                        return r;
+                WindowGate g = (WindowGate) r;
                 /* Judged where it lives (its home LLC, or where its window is). */
                 if (g != WINDOW_GATE_UNSEEN && (homes[i].llc == index || g == WINDOW_GATE_HELD))
                         note_gate(ctx, c, g, index, &homes[i]);
-                if (g != WINDOW_GATE_HELD && g != WINDOW_GATE_CANDIDATE)
+                if (g != WINDOW_GATE_HELD && g != WINDOW_GATE_CANDIDATE && g != WINDOW_GATE_CONSOLIDATE)
                         continue;
                 if (!hwloc_bitmap_intersects(policy_cgroup_below_window(c), dom->online)) {
                         note_gate(ctx, c, WINDOW_GATE_NOT_HERE, index, &homes[i]);
                         continue;
                 }
-                cands[n++] =
-                        (Cand){.c = c, .index = i, .demand = homes[i].demand, .held = g == WINDOW_GATE_HELD};
+                bool held = g == WINDOW_GATE_HELD;
+                cands[n++] = (Cand){
+                        .c = c,
+                        .index = i,
+                        .demand = homes[i].demand,
+                        .held = held,
+                        .consolidate = g == WINDOW_GATE_CONSOLIDATE || (held && c->window_consolidated),
+                };
         }
         if (n > 0)
                 qsort(cands, n, sizeof(Cand), cand_cmp);
-        return n;
+        *ret_n = n;
+        return 0;
 }
 
 static void llc_work_done(LlcWork *w) {
@@ -530,6 +669,36 @@ static int release_idle(PolicyCtx *ctx, const WindowDomain *dom, const Home *hom
         return 0;
 }
 
+/* A consolidation window holds while its threads still hand work (at half
+ * the wakeups and twice the run that opened it), overloaded or not, and
+ * goes back without a back-off when they stop: nothing was wrong with it. */
+static int release_consolidated(PolicyCtx *ctx, const WindowDomain *dom, const Home *homes) {
+        int index = (int) (dom - ctx->domains.d);
+        int r;
+
+        for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
+                CgroupState *c = ctx->by_sample[i];
+                char reason[320];
+
+                if (!c || c->acted || !c->window.mask || c->window_llc != dom->id || !c->window_consolidated)
+                        continue;
+                r = policy_consolidate_look(ctx, c, index, homes[i].demand, true, &c->consolidate);
+                if (r < 0)
+                        return r;
+                if (c->consolidate.gate == CONSOLIDATE_HELD)
+                        continue;
+                snprintf(reason, sizeof(reason),
+                         "%s: consolidation ends: %s (%.0f wakeups/s, %.0f us a run)", dom->label,
+                         c->consolidate.gate == CONSOLIDATE_OFF ? "Consolidate=no"
+                                                                : "its threads no longer hand work",
+                         c->consolidate.wakeups, c->consolidate.run_us);
+                r = policy_cgroup_restore(ctx, c, true, ACTION_POLICY_WINDOW, reason);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int window_domain(PolicyCtx *ctx, const WindowDomain *dom, const Home *homes, Cand *cands) {
         const Settings *st = ctx->settings;
         const LlcSample *llc = &dom->view;
@@ -539,15 +708,19 @@ static int window_domain(PolicyCtx *ctx, const WindowDomain *dom, const Home *ho
         size_t n_cands;
         int r;
 
-        if (calm || small)
+        if (small)
                 return widen_all(ctx, dom, small, homes);
-        r = release_idle(ctx, dom, homes);
+        r = calm ? widen_all(ctx, dom, small, homes) : 0;
+        if (r >= 0)
+                r = release_consolidated(ctx, dom, homes);
+        if (r >= 0)
+                r = release_idle(ctx, dom, homes);
         if (r < 0)
                 return r;
 
-        n_cands = collect_cands(ctx, dom, homes, cands);
-        if (n_cands == 0)
-                return 0;
+        r = collect_cands(ctx, dom, homes, cands, &n_cands);
+        if (r < 0 || n_cands == 0)
+                return r;
         r = llc_work_init(ctx, dom, &w);
         if (r < 0)
                 return r;
@@ -574,9 +747,11 @@ int policy_window(PolicyCtx *ctx) {
                 return r;
         for (size_t i = 0; i < snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
-                if (c)
-                        note_gate(ctx, c, homes[i].llc < 0 ? WINDOW_GATE_NO_DEMAND : WINDOW_GATE_UNSEEN,
-                                  homes[i].llc, &homes[i]);
+                if (!c)
+                        continue;
+                c->consolidate = (ConsolidateLook){};
+                note_gate(ctx, c, homes[i].llc < 0 ? WINDOW_GATE_NO_DEMAND : WINDOW_GATE_UNSEEN,
+                          homes[i].llc, &homes[i]);
         }
 
         for (size_t d = 0; d < ctx->domains.n; d++) {
