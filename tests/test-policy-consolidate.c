@@ -22,7 +22,9 @@ typedef struct World {
         Figures apart;    /* spread by the kernel */
         Figures together; /* inside a consolidation window */
         double bg[8];     /* util of other work per CPU */
-        CpuSet window;    /* NULL: none */
+        CpuSet window;     /* NULL: none */
+        CpuSet pin[64];    /* per thread: its own mask from the plan, NULL: none */
+        bool rings;        /* who wakes whom is known: two rings of n / 2 */
         PolicyState *state;
         Settings st;
         unsigned tick;
@@ -31,6 +33,7 @@ typedef struct World {
 } World;
 
 static void world_init(World *w, unsigned cores, unsigned n, Figures apart, Figures together) {
+        assert_true(n <= 64 && cores <= 8);
         *w = (World){.cores = cores, .n = n, .apart = apart, .together = together};
         settings_latency(&w->st);
         assert_int_equal(policy_state_new(&w->state), 0);
@@ -38,6 +41,8 @@ static void world_init(World *w, unsigned cores, unsigned n, Figures apart, Figu
 
 static void world_done(World *w) {
         hwloc_bitmap_free(w->window);
+        for (unsigned i = 0; i < 64; i++)
+                hwloc_bitmap_free(w->pin[i]);
         policy_state_free(w->state);
 }
 
@@ -58,9 +63,21 @@ static Snapshot *world_snapshot(const World *w) {
                         for (unsigned k = 0; k < i % on_window; k++)
                                 cpu = hwloc_bitmap_next(w->window, cpu);
                 }
+                if (w->pin[i])
+                        cpu = hwloc_bitmap_first(w->pin[i]);
                 ThreadSample *t = topo_add_thread(s, cg, 100 + (pid_t) i, 5, cpu, f->util, f->wait);
                 t->wakeups = f->wakeups;
                 t->tgid = 100;
+                if (w->pin[i])
+                        hwloc_bitmap_copy(t->allowed, w->pin[i]);
+                if (w->rings) {
+                        /* Each thread wakes the next of its ring. */
+                        unsigned half = w->n / 2, base = i < half ? 0 : half;
+                        unsigned next = base + (i - base + 1) % half, prev = base + (i - base + half - 1) % half;
+                        t->partners[0] = (WakePartner){.tid = 100 + (pid_t) next, .rate = f->wakeups / 2};
+                        t->partners[1] = (WakePartner){.tid = 100 + (pid_t) prev, .rate = f->wakeups / 2};
+                        t->n_partners = 2;
+                }
                 on[cpu] += f->util;
         }
         for (unsigned c = 0; c < w->cores; c++)
@@ -77,7 +94,14 @@ static Plan *world_step(World *w) {
         dump_plan(plan, w->tick);
         for (size_t i = 0; i < plan->n_actions; i++) {
                 const Action *a = &plan->actions[i];
-                if (a->tid != 0 || !streq(a->cgroup, CG))
+                if (a->tid != 0 && streq(a->cgroup, CG)) {
+                        unsigned k = (unsigned) (a->tid - 100);
+                        assert_true(k < w->n);
+                        hwloc_bitmap_free(w->pin[k]);
+                        w->pin[k] = a->kind == ACTION_SET_THREAD_CPUS ? hwloc_bitmap_dup(a->cpus) : NULL;
+                        continue;
+                }
+                if (!streq(a->cgroup, CG))
                         continue;
                 hwloc_bitmap_free(w->window);
                 w->window = NULL;
@@ -268,6 +292,49 @@ static void test_never_squeezed(void **unused) {
         world_done(&w);
 }
 
+/* Two rings of three threads in one process: without who wakes whom one
+ * consolidation window of two cores (on four); once the rings are known,
+ * each ring is pinned to a core of its own inside the window, which stays
+ * (given back, the cpuset would widen under the pins). */
+static void test_groups_found_inside_window(void **unused) {
+        (void) unused;
+        Figures apart = {.util = 200, .wait = 60, .wakeups = 30000};
+        Figures together = {.util = 300, .wait = 150, .wakeups = 60000};
+        World w;
+
+        world_init(&w, 4, 6, apart, together);
+        run(&w, 1);
+        assert_int_equal(w.sets, 1);
+        assert_int_equal(window_cpus(&w), 2);
+        w.rings = true;
+        run(&w, 20);
+        assert_int_equal(w.sets, 1);
+        assert_int_equal(w.restores + w.reverts, 0);
+        for (unsigned i = 0; i < 6; i++) {
+                assert_non_null(w.pin[i]);
+                assert_true(hwloc_bitmap_isincluded(w.pin[i], w.window));
+                assert_true(hwloc_bitmap_isequal(w.pin[i], w.pin[i < 3 ? 0 : 3]));
+        }
+        assert_false(hwloc_bitmap_isequal(w.pin[0], w.pin[3]));
+        world_done(&w);
+}
+
+/* Two rings known from the start: placed apart by the groups, no window. */
+static void test_groups_first_no_window(void **unused) {
+        (void) unused;
+        Figures apart = {.util = 200, .wait = 60, .wakeups = 30000};
+        World w;
+
+        world_init(&w, 4, 6, apart, apart);
+        w.rings = true;
+        run(&w, 1);
+        assert_int_equal(policy_state_find_cgroup(w.state, CG)->consolidate.gate, CONSOLIDATE_GROUPS);
+        run(&w, 19); /* then their pins hold them */
+        assert_int_equal(w.sets, 0);
+        assert_int_equal(policy_state_find_cgroup(w.state, CG)->consolidate.gate, CONSOLIDATE_PINNED);
+        world_done(&w);
+}
+
 /* steerctl explain says what the rule found. */
 static void test_explain(void **unused) {
         (void) unused;
@@ -304,6 +371,8 @@ int main(void) {
                 cmocka_unit_test(test_fits_not_and_light),
                 cmocka_unit_test(test_held_through_overload),
                 cmocka_unit_test(test_never_squeezed),
+                cmocka_unit_test(test_groups_found_inside_window),
+                cmocka_unit_test(test_groups_first_no_window),
                 cmocka_unit_test(test_explain),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1193,10 +1193,13 @@ systemctl reset-failed steerd.service 2>/dev/null
 steerd_active || systemctl start steerd.service
 wait_held 45 $B1 "$B1_ORIG_CG"
 held=$HELD
-window=$(cg_cpus $B1)
 mark=$(jmark)
 systemctl stop dbus.socket dbus.service 2>/dev/null
 sleep 2
+# Read after the bus is gone: until then the window may still change (a
+# window shrinks to its share a second after it was placed), after it the
+# systemd backend can change nothing.
+window=$(cg_cpus $B1)
 out=$(systemctl stop steerd.service 2>&1)
 rc=$?
 res=$(systemctl show -p Result --value steerd.service 2>/dev/null)

@@ -105,14 +105,18 @@ static int gate_of(const PolicyCtx *ctx, const CgroupState *c, const Consolidate
         ConsolidateGate g = _CONSOLIDATE_MAX;
         int r;
 
+        /* A held window stays while they hand work: pairs and groups found
+         * later are pinned inside it (their placement keeps to the cgroup's
+         * CPUs), where giving it back would widen the cpuset under their
+         * pins (a 6.1 kernel resets every thread's mask then). */
         if (!ctx->settings->consolidate)
                 g = CONSOLIDATE_OFF;
-        else if (holds_talker_pins(c))
-                g = CONSOLIDATE_PINNED;
         else if (l->wakeups < CONSOLIDATE_MIN_WAKEUPS * k || l->run_us > PAIR_MAX_RUN_US / k)
                 g = CONSOLIDATE_NO_HANDOFF;
         else if (held)
                 g = CONSOLIDATE_HELD;
+        else if (holds_talker_pins(c))
+                g = CONSOLIDATE_PINNED;
         else if (l->wait_share > CONSOLIDATE_MAX_WAIT_SHARE)
                 g = CONSOLIDATE_WAITS;
         else if (l->need >= l->spread)
