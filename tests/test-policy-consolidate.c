@@ -22,9 +22,9 @@ typedef struct World {
         Figures apart;    /* spread by the kernel */
         Figures together; /* inside a consolidation window */
         double bg[8];     /* util of other work per CPU */
-        CpuSet window;     /* NULL: none */
-        CpuSet pin[64];    /* per thread: its own mask from the plan, NULL: none */
-        bool rings;        /* who wakes whom is known: two rings of n / 2 */
+        CpuSet window;    /* NULL: none */
+        CpuSet pin[64];   /* per thread: its own mask from the plan, NULL: none */
+        bool rings;       /* who wakes whom is known: two rings of n / 2 */
         PolicyState *state;
         Settings st;
         unsigned tick;
@@ -73,7 +73,8 @@ static Snapshot *world_snapshot(const World *w) {
                 if (w->rings) {
                         /* Each thread wakes the next of its ring. */
                         unsigned half = w->n / 2, base = i < half ? 0 : half;
-                        unsigned next = base + (i - base + 1) % half, prev = base + (i - base + half - 1) % half;
+                        unsigned next = base + (i - base + 1) % half,
+                                 prev = base + (i - base + half - 1) % half;
                         t->partners[0] = (WakePartner){.tid = 100 + (pid_t) next, .rate = f->wakeups / 2};
                         t->partners[1] = (WakePartner){.tid = 100 + (pid_t) prev, .rate = f->wakeups / 2};
                         t->n_partners = 2;

@@ -591,6 +591,9 @@ static void test_layers_quiet(void **state) {
 /* A busy cgroup of 64 threads is read in turns: 16 threads a tick, each
  * every 4th tick, their figures held in between; steerd's held threads
  * every tick; every member at once when the cgroup's use jumps. */
+/* How many ticks apart a thread of a cgroup of N_THREADS is read. */
+#define TURNS MIN((N_THREADS + SAMPLER_TURN_THREADS - 1) / SAMPLER_TURN_THREADS, SAMPLER_TURN_MAX)
+
 static void test_turns(void **state) {
         Fixture *f = *state;
         const pid_t held[] = {FIRST_TID + 1, FIRST_TID + 2};
@@ -635,14 +638,15 @@ static void test_turns(void **state) {
                         assert_true(fabs(c->threads[i].util - cap(thread_util_pct(FIRST_TID + i))) < 0.01);
                 }
                 print_message("tick %u: %zu of %d threads read\n", k, n, N_THREADS);
-                /* A quarter of the others (their turn), and the held ones. */
-                assert_true(others >= N_THREADS / 4 - 2 && others <= N_THREADS / 4);
+                /* A TURNS-th of the others (their turn), and the held ones. */
+                assert_true(others >= N_THREADS / TURNS - 2 && others <= N_THREADS / TURNS);
                 assert_int_equal(n, others + 2);
                 snapshot_free(s);
         }
-        /* Eight ticks: every thread read twice, the held ones eight times. */
+        /* Eight ticks: every thread read 8 / TURNS times, the held ones eight. */
+        assert_int_equal(8 % TURNS, 0); /* the loop covers whole rounds of turns */
         for (unsigned i = 0; i < N_THREADS; i++)
-                assert_int_equal(reads[i], i == 1 || i == 2 ? 8 : 2);
+                assert_int_equal(reads[i], i == 1 || i == 2 ? 8 : 8 / TURNS);
 
         /* The use jumps (a phase starts): every member read at once. */
         char usage[64];
@@ -911,6 +915,31 @@ static void test_layers_small_moved_in(void **state) {
         assert_int_equal(traced(&t, NULL, "/bench1/tasks"), 1);
         assert_int_equal(s->cgroups[0].n_members, 8);
         snapshot_free(s);
+
+        /* Settled (no process came or went for SAMPLER_MEMBERS_FRESH
+         * samples): the process list only every SAMPLER_MEMBERS_SMALL_EVERY
+         * samples, and a process moved in is seen within that many. */
+        for (unsigned i = 0; i < SAMPLER_MEMBERS_FRESH; i++)
+                snapshot_free(traced_sample(f, &t, now += 100000));
+        trace_reset(&t);
+        unsigned reads = 0;
+        for (unsigned i = 0; i < SAMPLER_MEMBERS_SMALL_EVERY; i++) {
+                snapshot_free(traced_sample(f, &t, now += 100000));
+                reads += traced(&t, NULL, "/bench1/cgroup.procs");
+                trace_reset(&t);
+        }
+        assert_int_equal(reads, 1);
+        snprintf(tasks + strlen(tasks), sizeof(tasks) - strlen(tasks), "%u\n", FIRST_TID + 8);
+        test_write_file(f->dir, "/sys/fs/cgroup/cpuset/bench1/tasks", tasks);
+        test_write_file(f->dir, "/sys/fs/cgroup/cpuset/bench1/cgroup.procs", "1000\n1004\n1008\n");
+        unsigned seen_after = 0;
+        for (unsigned i = 1; i <= SAMPLER_MEMBERS_SMALL_EVERY && !seen_after; i++) {
+                s = traced_sample(f, &t, now += 100000);
+                if (s->cgroups[0].n_members == 9)
+                        seen_after = i;
+                snapshot_free(s);
+        }
+        assert_true(seen_after >= 1 && seen_after <= SAMPLER_MEMBERS_SMALL_EVERY);
         trace_reset(&t);
 }
 

@@ -87,13 +87,16 @@ typedef struct CgroupCache {
         ProcUsage *procs; /* sorted by tgid */
         size_t n_procs, alloc_procs;
         bool members_valid;
-        uint64_t members_read; /* Sampler.n_samples when last read */
+        uint64_t members_read;  /* Sampler.n_samples when last read */
+        uint64_t procs_read;    /* ... when cgroup.procs was last read */
+        uint64_t procs_changed; /* ... when a process came or went */
 
         /* The cgroup layer: cumulative CPU time and its smoothed rate, read
          * every 2, 4, up to SAMPLER_IDLE_MAX_TICKS ticks while quiet. */
-        int usage_fd; /* cpu.stat or cpuacct.usage kept open, -EBADF */
-        int cpus_fd;  /* its own effective CPUs file kept open, -EBADF */
-        bool no_own;  /* neither exists: its processes stand in (until the next list read) */
+        int usage_fd;       /* cpu.stat or cpuacct.usage kept open, -EBADF */
+        int cpus_fd;        /* its own effective CPUs file kept open, -EBADF */
+        int parent_cpus_fd; /* its parent's, kept open while steerd holds its CPUs, -EBADF */
+        bool no_own;        /* neither exists: its processes stand in (until the next list read) */
         unsigned usage_interval, usage_skip;
         uint64_t usage_ns;
         uint64_t usage_us;  /* when usage_ns was read */

@@ -151,9 +151,18 @@ int members_refresh(Sampler *s, CgroupCache *cc) {
                     s->n_samples - cc->members_read >= SAMPLER_MEMBERS_EVERY;
         if (!heal && cc->n_tids >= SAMPLER_MEMBERS_SMALL)
                 return 0;
+        /* A small cgroup between heals, settled (a process in it, none come
+         * or gone of late): its process list now and then. */
+        if (!heal && cc->n_procs > 0 && s->n_samples - cc->procs_changed >= SAMPLER_MEMBERS_FRESH &&
+            s->n_samples - cc->procs_read < SAMPLER_MEMBERS_SMALL_EVERY)
+                return 0;
         /* The processes only matter where they stand in for the cgroup's own
          * accounting; a file that cannot be read leaves the list as it was. */
         bool have_procs = read_ids(s, cc->dir, "cgroup.procs", &tgids, &n_tgids) >= 0;
+        if (have_procs)
+                cc->procs_read = s->n_samples;
+        if (have_procs && !same_procs(cc, tgids, n_tgids))
+                cc->procs_changed = s->n_samples;
         /* A small cgroup between heals: its processes say whether one moved
          * in or out; the events cover its threads. */
         if (!heal && have_procs && same_procs(cc, tgids, n_tgids))
@@ -206,6 +215,7 @@ void sampler_member_joined(Sampler *s, const char *dir, pid_t tid, pid_t tgid) {
                 cc->alloc_procs = na;
         }
         memmove(cc->procs + i + 1, cc->procs + i, (cc->n_procs - i) * sizeof(ProcUsage));
+        cc->procs_changed = s->n_samples;
         /* A process new to the cgroup brings its history: its first reading
          * only primes. */
         cc->procs[i] = (ProcUsage){.tgid = tgid, .fd = -EBADF};

@@ -33,10 +33,10 @@ typedef struct Sampler Sampler;
  * once when the cgroup's use moved by more than SAMPLER_TURN_CHANGE_PERCENT
  * since the tick before (a phase starts or ends: the window policy reacts
  * within a tick or two), and steerd's held threads every tick. Reading 164
- * busy threads every tick was most of steerd's CPU during hb4cg
- * (docs/DECISIONS.md). */
-#define SAMPLER_TURN_THREADS 16u
-#define SAMPLER_TURN_MAX 4u
+ * busy threads every tick was most of steerd's CPU during hb4cg, 16 a tick
+ * (each every 4 ticks) still a third of it (docs/DECISIONS.md). */
+#define SAMPLER_TURN_THREADS 8u
+#define SAMPLER_TURN_MAX 8u
 #define SAMPLER_TURN_CHANGE_PERCENT 25.0
 
 /* The layers (docs/DECISIONS.md, "What the sampler reads"). A cgroup is
@@ -55,10 +55,15 @@ typedef struct Sampler Sampler;
 #define SAMPLER_MEMBERS_EVERY 50u
 /* A task moved into a cgroup (echo PID > cgroup.procs: how a workload
  * starts in one) raises no event; the process list of a cgroup with fewer
- * members is cheap to read, so it is read every sample (the thread list
- * too when a process came or went) and a workload started in an empty
- * cgroup is seen at once. */
+ * members is cheap to read, so it is read (the thread list too when a
+ * process came or went) every sample while the cgroup is empty or a
+ * process came or went in the last SAMPLER_MEMBERS_FRESH samples, so that
+ * a workload started in an empty cgroup is seen at once, and every
+ * SAMPLER_MEMBERS_SMALL_EVERY samples otherwise (reading four lists every
+ * tick was a sixth of steerd's CPU during hb4cg). */
 #define SAMPLER_MEMBERS_SMALL 64u
+#define SAMPLER_MEMBERS_FRESH 10u
+#define SAMPLER_MEMBERS_SMALL_EVERY 10u
 
 /* At most this many /proc descriptors kept open (two per thread). */
 #define SAMPLER_MAX_KEPT_FDS ((size_t) 65536)
