@@ -59,6 +59,7 @@ int manager_set_mode(Manager *m, Mode mode) {
         log_struct(LOG_NOTICE, STEERD_MESSAGE_CONFIG, "Mode %s -> %s, set by %s", mode_to_string(old),
                    mode_to_string(mode), manager_mode_origin(m, origin, sizeof(origin)));
         bus_emit_mode_changed(m);
+        manager_sample_soon(m);
         return 1;
 }
 

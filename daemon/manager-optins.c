@@ -245,5 +245,6 @@ int manager_refresh_optins(Manager *m, uint64_t now_us, bool rescan_trees) {
         log_changes(m, &next);
         optin_set_done(&m->optins);
         m->optins = next;
+        manager_sample_soon(m);
         return 0;
 }

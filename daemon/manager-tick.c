@@ -283,12 +283,27 @@ static void notify_status(const Manager *m) {
                           (unsigned long long) c.kept, (unsigned long long) c.reverted);
 }
 
+/* Whether the next tick may wait (DECISIONS.md, "An idle steerd"): every
+ * opted-in cgroup is quiet with settled members (none at all, too), and
+ * neither the engine nor the actuator holds anything, so no decision can
+ * come of the host's figures until a cgroup wakes up, which its own use,
+ * read at every tick, shows at the next. Hotplug and new rule matches are
+ * then seen up to SAMPLER_IDLE_MAX_TICKS periods later. */
+static bool idle(const Manager *m) {
+        size_t nt, nc;
+
+        actuator_counts(m->actuator, &nt, &nc);
+        return nt + nc == 0 && sampler_all_quiet(m->sampler) && !policy_state_holds(m->policy);
+}
+
 static int tick(Manager *m, uint64_t now_us) {
         _cleanup_(snapshot_freep) Snapshot *snap = NULL;
         _cleanup_(plan_freep) Plan *plan = NULL;
         _cleanup_(tick_cgroups_done) TickCgroups t = {};
+        unsigned periods = m->idle_periods;
         int r;
 
+        m->idle_periods = 1; /* unless this tick ends idle */
         retry_give_backs(m, now_us);
         if (m->mode == MODE_OFF)
                 return 0; /* nothing is sampled: off costs nothing */
@@ -307,6 +322,7 @@ static int tick(Manager *m, uint64_t now_us) {
         sampler_set_runnable_needed(m->sampler,
                                     m->topo->n_llcs >= 2 && (t.n > 0 || m->mode == MODE_OBSERVE));
         sampler_set_wake_wanted(m->sampler, m->mode == MODE_LATENCY || m->mode == MODE_OBSERVE);
+        sampler_set_host_idle(m->sampler, periods > 1);
         r = sample_snapshot(m->sampler, now_us, t.cgs, t.n, &snap);
         if (r == -EAGAIN)
                 return 0;
@@ -340,6 +356,8 @@ static int tick(Manager *m, uint64_t now_us) {
         write_metrics(m, now_us);
         if (m->ticks % 50 == 1)
                 notify_status(m);
+        if (idle(m))
+                m->idle_periods = MIN(MAX(periods, 1u) * 2, SAMPLER_IDLE_MAX_TICKS);
         return 0;
 }
 
@@ -348,6 +366,19 @@ static int arm_timer(Manager *m, uint64_t next) {
         if (r < 0)
                 return r;
         return sd_event_source_set_enabled(m->sample_timer, SD_EVENT_ON);
+}
+
+void manager_sample_soon(Manager *m) {
+        uint64_t now, at;
+
+        if (m->idle_periods <= 1)
+                return;
+        m->idle_periods = 1;
+        if (!m->sample_timer || sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0 ||
+            sd_event_source_get_time(m->sample_timer, &at) < 0)
+                return;
+        if (at > now)
+                (void) arm_timer(m, now);
 }
 
 int manager_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -362,11 +393,11 @@ int manager_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                         pause();
         }
         (void) tick(m, usec);
-        /* Keep the cadence: the next tick is due a period after this one was,
-         * unless we fell behind by more than a period. */
+        /* Keep the cadence: the next tick is due a period (idle: a few)
+         * after this one was, unless we fell behind by more than a period. */
         uint64_t now;
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-        uint64_t next = usec + period;
+        uint64_t next = usec + period * MAX(m->idle_periods, 1u);
         if (next <= now)
                 next = now + period;
         return arm_timer(m, next);

@@ -63,6 +63,10 @@ typedef struct Manager {
         Snapshot *last_snapshot;
         Plan *last_plan;
         uint64_t ticks;
+        /* Sample periods between ticks: 1, or while steerd is idle (nothing
+         * opted in is busy and nothing is held) 2, 4, up to
+         * SAMPLER_IDLE_MAX_TICKS (manager-tick.c). */
+        unsigned idle_periods;
         uint64_t actions_failed;
         uint64_t threads_adopted;
         uint64_t metrics_written_us;
@@ -144,3 +148,6 @@ int manager_load_runtime(Manager *m);
  * rescan_trees: walk the cgroup trees again (xattrs, globs, units), as
  * every RescanIntervalMs. */
 int manager_refresh_optins(Manager *m, uint64_t now_us, bool rescan_trees);
+/* An idle steerd samples at once and at its period again: what an
+ * operator changed (a mode, an opt-in, a reload) is seen at once. */
+void manager_sample_soon(Manager *m);

@@ -11,8 +11,21 @@ set -euo pipefail
 
 # Test-only tools: a private bus, threads in cgroups, load generators.
 steerd_install_packages "${STEERD_BUILD_PACKAGES[@]}" python3 dbus-daemon util-linux procps stress-ng rt-tests
+steerd_install_packages "${STEERD_FUZZ_PACKAGES[@]}"
 
 cd "$STEERD_TOP"
+
+# The guest's image (debootstrap, a minute or two on a fresh host: mostly
+# downloads) is built in the background while the suites below run; the
+# guest check waits for it on the image cache's lock. Its own output is
+# kept for when it fails: the guest check then says why, as it would alone.
+image_pid=
+image_log=$(mktemp /tmp/steerd-vm-image.XXXXXX)
+trap '[ -z "$image_pid" ] || kill "$image_pid" 2>/dev/null; rm -f "$image_log"' EXIT
+if [ "${STEERD_SKIP_VM:-0}" != 1 ] || [ "${CI:-}" = true ]; then
+        bash tests/vm/run-vm-e2e.sh --image-only >"$image_log" 2>&1 &
+        image_pid=$!
+fi
 steerd_build build
 (cd build && ctest --output-on-failure --timeout 300 -j1)
 
@@ -27,7 +40,6 @@ steerd_build build-asan -DSTEERD_SANITIZE=ON
 # tests/fuzz/README.md; here every target is smoke-run so that CI, guest check
 # included, stays within half an hour); a crash fails the run
 # (tests/fuzz/README.md). The seeds and regressions were replayed by ctest above.
-steerd_install_packages "${STEERD_FUZZ_PACKAGES[@]}"
 STEERD_FUZZ_CC=clang-14 STEERD_FUZZ_BUDGET=60 bash tests/fuzz/run.sh build-fuzz
 
 # ---- the guest check ----
@@ -50,7 +62,14 @@ fi
 [ "${STEERD_SKIP_VM:-0}" = 1 ] && echo "test.sh: STEERD_SKIP_VM=1 ignored under CI: the guest check gates CI" >&2
 
 vm_log=$(mktemp /tmp/steerd-vm-check.XXXXXX)
-trap 'rm -f "$vm_log"' EXIT
+trap 'rm -f "$vm_log" "$image_log"' EXIT
+if [ -n "$image_pid" ]; then
+        image_rc=0
+        wait "$image_pid" || image_rc=$?
+        image_pid=
+        echo "test.sh: the guest's image, built in the background (exit $image_rc):"
+        sed 's/^/    /' "$image_log"
+fi
 echo "test.sh: the guest check: tests/vm/run-vm-e2e.sh (qemu, Debian 12, systemd, cgroup v2)"
 vm_t0=$(date +%s)
 set +e

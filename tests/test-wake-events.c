@@ -46,6 +46,12 @@ static void test_parse_format(void **state) {
         assert_int_equal(wake_events_parse_format("\tfield:pid_t pid;\n\toffset:24;\n", &off), -EBADMSG);
         assert_int_equal(wake_events_parse_format("", &off), -EBADMSG);
         assert_int_equal(off, 24); /* untouched on failure */
+        /* The record's flags (interrupt context), not common_preempt_count */
+        assert_int_equal(wake_events_parse_field(format_618, "common_flags", &off), 0);
+        assert_int_equal(off, 2);
+        assert_int_equal(wake_events_parse_field(format_618, "target_cpu", &off), 0);
+        assert_int_equal(off, 32);
+        assert_int_equal(wake_events_parse_field(format_618, "flags", &off), -EBADMSG);
 }
 
 static void test_no_tracefs(void **state) {
@@ -116,6 +122,10 @@ static int which(const PingPong *p, pid_t tid) {
         return -1;
 }
 
+static void ignore(pid_t waker, pid_t wakee, void *userdata) {
+        (void) waker, (void) wakee, (void) userdata;
+}
+
 static void count(pid_t waker, pid_t wakee, void *userdata) {
         Counts *c = userdata;
         int x = which(c->p, waker), y = which(c->p, wakee);
@@ -165,6 +175,12 @@ static void test_live_pairs(void **state) {
                 assert_int_equal(pthread_create(&p[i].b, NULL, end_b, &p[i]), 0);
                 assert_int_equal(pthread_create(&p[i].a, NULL, end_a, &p[i]), 0);
         }
+        /* Counted once all four run: creating a thread takes the process's
+         * mmap lock, whose hand-offs wake whoever waits on it. */
+        while (!p[0].tid_a || !p[0].tid_b || !p[1].tid_a || !p[1].tid_b)
+                usleep(1000);
+        usleep(20000);
+        assert_int_equal(wake_events_drain(w, ignore, NULL, NULL), 0);
         for (int k = 0; k < 20; k++) {
                 usleep(20000);
                 assert_int_equal(wake_events_drain(w, count, &c, NULL), 0);
@@ -180,10 +196,13 @@ static void test_live_pairs(void **state) {
         print_message("within pair 0: %zu, pair 1: %zu, across: %zu, others: %zu\n", c.within[0],
                       c.within[1], c.across, c.other);
         /* Every hand-over of a pair wakes its other end: hundreds in 0.4 s
-         * even on a loaded machine; never one of the other pair. */
+         * even on a loaded machine. Across the pairs the kernel's own
+         * hand-offs (a lock's releaser waking its next waiter) may show on a
+         * busy host, a few in 40,000 (3 seen once): an edge the clustering
+         * weighs as nothing, far below one in a thousand. */
         assert_true(c.within[0] >= 100);
         assert_true(c.within[1] >= 100);
-        assert_int_equal(c.across, 0);
+        assert_true(c.across * 1000 <= c.within[0] + c.within[1]);
 }
 
 static void test_denied_hint(void **state) {

@@ -5,7 +5,7 @@
 # hosts cannot exercise, the systemd backend (SetUnitProperties AllowedCPUs=
 # over D-Bus, with systemd as PID 1) and the cgroup v2 cpuset backend.
 #
-#   sudo tests/vm/run-vm-e2e.sh [--rebuild-image] [--keep]
+#   sudo tests/vm/run-vm-e2e.sh [--rebuild-image] [--image-only] [--keep]
 #
 # 1. builds (once; cached under /var/cache/steerd-vm, never in the repo) a
 #    Debian 12 rootfs with debootstrap (minbase + systemd, dbus, the libraries
@@ -27,6 +27,10 @@
 #    installed or run). A guest SKIP counts as skipped only when the guest
 #    says it is "not possible in this guest"; any other SKIP is a failure.
 #
+# --image-only stops after step 1: scripts/test.sh runs it in the background
+# while it builds and runs ctest, so that a fresh host's debootstrap does not
+# add its minutes to CI (the run after it waits on the cache's lock).
+#
 # Not a t-*.sh on purpose: ctest must not run it (it takes minutes and
 # downloads packages); scripts/test.sh runs it after ctest. Environment:
 # STEERD_VM_CACHE (/var/cache/steerd-vm), STEERD_VM_TIMEOUT (1320),
@@ -43,11 +47,13 @@ CACHE=${STEERD_VM_CACHE:-/var/cache/steerd-vm}
 TIMEOUT=${STEERD_VM_TIMEOUT:-1320}
 REBUILD=0
 KEEP=0
+IMAGE_ONLY=0
 
 for arg in "$@"; do
         case $arg in
         --rebuild-image) REBUILD=1 ;;
         --keep) KEEP=1 ;;
+        --image-only) IMAGE_ONLY=1 ;;
         -h | --help)
                 sed -n '3,/^$/p' "$0" | sed 's/^# \{0,1\}//'
                 exit 0
@@ -261,6 +267,11 @@ if [ "$REBUILD" = 1 ] || [ ! -f "$CACHE/rootfs.img" ] || [ ! -f "$CACHE/vmlinuz"
 else
         T_IMAGE="image reused (built $(date -r "$CACHE/rootfs.img" '+%F %T'))"
         say "reusing $CACHE/rootfs.img (kernel $(cat "$CACHE/kernel-version" 2>/dev/null))"
+fi
+
+if [ "$IMAGE_ONLY" = 1 ]; then
+        say "image ready: $T_IMAGE"
+        exit 0
 fi
 
 # ---- the build ----

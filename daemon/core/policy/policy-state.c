@@ -201,6 +201,18 @@ bool policy_cgroup_holds(const CgroupState *c) {
         return c->home.mask || c->window.mask;
 }
 
+bool policy_state_holds(const PolicyState *s) {
+        for (size_t i = 0; s && i < s->n_cgroups; i++) {
+                const CgroupState *c = &s->cgroups[i];
+                if (policy_cgroup_holds(c))
+                        return true;
+                for (size_t k = 0; k < c->n_threads; k++)
+                        if (policy_thread_holds(&c->threads[k]))
+                                return true;
+        }
+        return false;
+}
+
 hwloc_const_bitmap_t policy_thread_own_mask(const CgroupState *cs, const ThreadState *t,
                                             const ThreadSample *ts) {
         if (!t || !t->own || !cs || !policy_cgroup_holds(cs))

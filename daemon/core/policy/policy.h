@@ -78,6 +78,11 @@ typedef struct PolicyCounters {
 
 void policy_state_counters(const PolicyState *s, PolicyCounters *ret);
 
+/* Whether the state holds a layer anywhere (a window, a cgroup's or a
+ * thread's mask, observe mode's shadows too): while it does, every tick
+ * must judge it. */
+bool policy_state_holds(const PolicyState *s);
+
 /* Decide one tick. The state is updated deterministically as if the plan were
  * applied: the daemon applies it; in observe mode it is only logged, and the
  * engine still decides as in latency mode. now_us is the snapshot's clock

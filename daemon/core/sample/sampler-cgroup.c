@@ -407,14 +407,15 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
         r = cgroup_pressure(s, sc, c);
         if (r < 0)
                 return r;
-        r = cc->usage_skip > 0 ? 0 : usage_sample(s, cc, now_us);
+        r = cc->usage_skip > 0 && !s->host_idle ? 0 : usage_sample(s, cc, now_us);
         if (r < 0)
                 return r;
         c->usage = cc->usage_primed ? cc->usage : -1;
         /* A quiet cgroup's use is read less often, as an idle thread's is:
          * every 2, 4, then SAMPLER_IDLE_MAX_TICKS ticks; one that wakes up
          * is seen within that many. */
-        if (cgroup_quiet(s, sc, cc)) {
+        cc->quiet = cgroup_quiet(s, sc, cc);
+        if (cc->quiet) {
                 if (cc->usage_skip == 0) {
                         cc->usage_interval = MIN(MAX(cc->usage_interval, 1u) * 2, SAMPLER_IDLE_MAX_TICKS);
                         cc->usage_skip = cc->usage_interval - 1;
@@ -427,6 +428,9 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
                 r = threads_all(s, sc, cc, t, n_scanned, now_us, c);
         }
         c->n_members = cc->n_tids;
+        /* Empty (a workload is about to be moved in: no event says so) or
+         * changing: its members are read every sample, and so is the host. */
+        cc->quiet = cc->quiet && cc->n_tids > 0 && s->n_samples - cc->procs_changed >= SAMPLER_MEMBERS_FRESH;
         return r;
 }
 
@@ -445,13 +449,17 @@ int cgroups_sample(Sampler *s, const SamplerCgroup *cgroups, size_t n_cgroups, T
         snap->cgroups = calloc(MAX(n_cgroups, (size_t) 1), sizeof(CgroupSample));
         if (!snap->cgroups)
                 return -ENOMEM;
+        bool quiet = !s->full;
         for (size_t i = 0; i < s->n_cgroups; i++)
                 s->cgroups[i].seen = false;
         for (size_t i = 0; i < n_cgroups; i++) {
                 CgroupSample *c = &snap->cgroups[snap->n_cgroups++];
                 int r = sample_cgroup(s, &cgroups[i], t, n_scanned, now_us, online, c);
-                if (r >= 0)
+                if (r >= 0) {
+                        quiet = quiet && cache_get(s, &cgroups[i])->quiet;
                         continue;
+                }
+                quiet = false;
                 /* A cgroup that vanished, or whose files we cannot read, is
                  * left out of this snapshot; the rest goes on. */
                 log_full_errno(sampler_vanished(r) ? LOG_DEBUG : LOG_WARNING, r, "Cgroup %s: cannot sample",
@@ -470,5 +478,6 @@ int cgroups_sample(Sampler *s, const SamplerCgroup *cgroups, size_t n_cgroups, T
                         cgroup_cache_done(s, &s->cgroups[i]);
         }
         s->n_cgroups = k;
+        s->all_quiet = quiet;
         return 0;
 }

@@ -104,6 +104,7 @@ typedef struct CgroupCache {
         double turns_usage; /* usage when its threads were last read in turns, < 0: not */
         double usage;       /* capacity scale, smoothed; valid once usage_primed */
         bool usage_primed;
+        bool quiet; /* at the last sample: quiet, with settled members */
 
         /* The thread layer: the members' figures as of their last read,
          * sorted by tid. A quiet cgroup's stay as they are. */
@@ -148,6 +149,8 @@ struct Sampler {
         size_t n_cgroups;
         bool membership_events;          /* the proc connector feeds joins */
         bool full;                       /* no quiet cgroups: every member read */
+        bool host_idle;                  /* ticks are SAMPLER_IDLE_MAX_TICKS apart at most (sampler.h) */
+        bool all_quiet;                  /* the last sample's cgroups were all quiet and settled */
         long clock_ticks;                /* sysconf(_SC_CLK_TCK) */
         size_t n_kept_fds, max_kept_fds; /* the descriptors of ThreadPrev */
 

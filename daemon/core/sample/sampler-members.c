@@ -264,6 +264,14 @@ void sampler_set_membership_events(Sampler *s, bool on) {
         s->membership_events = on;
 }
 
+bool sampler_all_quiet(const Sampler *s) {
+        return s->all_quiet;
+}
+
+void sampler_set_host_idle(Sampler *s, bool idle) {
+        s->host_idle = idle;
+}
+
 void sampler_set_full(Sampler *s, bool full) {
         s->full = full;
 }

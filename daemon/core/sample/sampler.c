@@ -132,6 +132,7 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
         int r;
 
         uint64_t dt_us = s->have_prev && now_us > s->prev_time_us ? now_us - s->prev_time_us : 0;
+        s->all_quiet = false; /* until the cgroups say otherwise */
 
         r = cpu_read_stat(s, &stat);
         if (r < 0)

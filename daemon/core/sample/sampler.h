@@ -151,6 +151,16 @@ void sampler_set_membership_events(Sampler *s, bool on);
  * operator's one-shot view (steerd --once), where cost does not matter and
  * a cgroup without its threads would puzzle. Default: layered. */
 void sampler_set_full(Sampler *s, bool full);
+
+/* The host layer (docs/DECISIONS.md, "An idle steerd"): whether every
+ * opted-in cgroup of the last sample was quiet, with members that have
+ * settled (none empty, none with a process come or gone in the last
+ * SAMPLER_MEMBERS_FRESH samples), and none failed: true with none opted
+ * in. The daemon then samples less often; while it does, it says so with
+ * sampler_set_host_idle(), and each cgroup's use is read at every sample
+ * (not every few), so that one that wakes up ends it at the next. */
+bool sampler_all_quiet(const Sampler *s);
+void sampler_set_host_idle(Sampler *s, bool idle);
 void sampler_member_joined(Sampler *s, const char *dir, pid_t tid, pid_t tgid);
 void sampler_members_stale(Sampler *s);
 /* The opted-in cgroup a task new since the last sample is in, from the

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,11 @@
  * not correctness. */
 #define WAKE_DATA_PAGES 16u
 
+/* common_flags bits of a trace record (the kernel's enum trace_flag_type,
+ * unchanged since 2.6.x). */
+#define TRACE_FLAG_HARDIRQ 0x08u
+#define TRACE_FLAG_NMI 0x40u
+
 static const char *const tracefs_dirs[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
 
 typedef struct WakeBuffer {
@@ -27,20 +33,26 @@ struct WakeEvents {
         WakeBuffer *bufs;
         size_t n_bufs;
         unsigned pid_offset;
+        unsigned flags_offset; /* UINT_MAX: the format has no common_flags */
         unsigned period;
         size_t page_size;
         char *rec; /* one record, copied out where it wraps */
         size_t rec_size;
 };
 
-int wake_events_parse_format(const char *text, unsigned *ret_offset) {
-        /* A line reads "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;". */
+/* The offset of the field called name ("pid", "common_flags") in a
+ * tracepoint format file; a line reads
+ * "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;". */
+int wake_events_parse_field(const char *text, const char *name, unsigned *ret_offset) {
+        size_t n = strlen(name);
+
         for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
                 const char *f = strstr(p, "field:"), *end = strchr(p, '\n');
                 if (!f || (end && f > end))
                         continue;
                 const char *semi = strchr(f, ';');
-                if (!semi || (end && semi > end) || semi - f < 4 || memcmp(semi - 4, " pid", 4) != 0)
+                if (!semi || (end && semi > end) || (size_t) (semi - f) < n + 7 ||
+                    memcmp(semi - n, name, n) != 0 || (semi[-n - 1] != ' ' && semi[-n - 1] != '*'))
                         continue;
                 const char *o = strstr(semi, "offset:");
                 if (!o || (end && o > end))
@@ -56,8 +68,12 @@ int wake_events_parse_format(const char *text, unsigned *ret_offset) {
         return -EBADMSG;
 }
 
-static int tracepoint_lookup(const RootDir *root, uint64_t *ret_id, unsigned *ret_offset, char *why,
-                             size_t why_size) {
+int wake_events_parse_format(const char *text, unsigned *ret_offset) {
+        return wake_events_parse_field(text, "pid", ret_offset);
+}
+
+static int tracepoint_lookup(const RootDir *root, uint64_t *ret_id, unsigned *ret_offset,
+                             unsigned *ret_flags_offset, char *why, size_t why_size) {
         char path[128];
         int r = -ENOENT;
 
@@ -84,6 +100,8 @@ static int tracepoint_lookup(const RootDir *root, uint64_t *ret_id, unsigned *re
                                  r == -EBADMSG ? "no pid field" : strerror(-r));
                         return r;
                 }
+                if (wake_events_parse_field(format, "common_flags", ret_flags_offset) < 0)
+                        *ret_flags_offset = UINT_MAX;
                 *ret_id = v;
                 return 0;
         }
@@ -146,10 +164,10 @@ int wake_events_open(const RootDir *root, hwloc_const_bitmap_t cpus, unsigned pe
                      char *why, size_t why_size) {
         _cleanup_(wake_events_closep) WakeEvents *w = NULL;
         uint64_t id;
-        unsigned offset;
+        unsigned offset, flags_offset;
         int r, cpu;
 
-        r = tracepoint_lookup(root, &id, &offset, why, why_size);
+        r = tracepoint_lookup(root, &id, &offset, &flags_offset, why, why_size);
         if (r < 0)
                 return r;
         if (!rootdir_is_host(root)) {
@@ -161,6 +179,7 @@ int wake_events_open(const RootDir *root, hwloc_const_bitmap_t cpus, unsigned pe
                 return -ENOMEM;
         w->period = MAX(period, 1u);
         w->pid_offset = offset;
+        w->flags_offset = flags_offset;
         w->page_size = (size_t) sysconf(_SC_PAGESIZE);
         int n = hwloc_bitmap_weight(cpus);
         w->bufs = calloc(MAX(n, 1), sizeof(WakeBuffer));
@@ -224,6 +243,11 @@ static void parse_sample(const WakeEvents *w, const char *rec, size_t len, wake_
         if (raw_size > len - at || w->pid_offset + sizeof(wakee) > raw_size)
                 return;
         memcpy(&wakee, rec + at + w->pid_offset, sizeof(wakee));
+        /* A wakeup in a hard interrupt or an NMI (a timer, a device) is not
+         * the doing of the task it interrupted, whose tid the sample carries. */
+        if (w->flags_offset < raw_size &&
+            ((unsigned char) rec[at + w->flags_offset] & (TRACE_FLAG_HARDIRQ | TRACE_FLAG_NMI)))
+                return;
         if (ids[1] > 0 && wakee > 0)
                 cb((pid_t) ids[1], (pid_t) wakee, userdata);
 }

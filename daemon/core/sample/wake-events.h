@@ -43,5 +43,7 @@ unsigned wake_events_period(const WakeEvents *w);
  * paranoid: a sentence into buf. */
 void wake_events_denied_hint(int paranoid, char *buf, size_t size);
 
-/* Parses a tracepoint format file: the offset of its "pid" field. */
+/* Parses a tracepoint format file: the offset of its field name, of its
+ * "pid" field. */
+int wake_events_parse_field(const char *text, const char *name, unsigned *ret_offset);
 int wake_events_parse_format(const char *text, unsigned *ret_offset);
