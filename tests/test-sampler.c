@@ -588,6 +588,48 @@ static void test_layers_quiet(void **state) {
         trace_reset(&t);
 }
 
+/* The host layer: quiet once the cgroup's members have settled; while the
+ * host is idle its use is read at every sample (not every 2, 4, 8), and
+ * use that jumps ends the quiet at once. */
+static void test_host_idle(void **state) {
+        Fixture *f = *state;
+        Trace t = {};
+        Snapshot *s = two_ticks(f, "--schedstat --cpuacct", "--schedstat --cpuacct");
+        unsigned k, first_quiet = 0;
+
+        /* Just read: its process list is fresh, so the host is not idle. */
+        assert_false(sampler_all_quiet(f->sampler));
+        snapshot_free(s);
+        for (k = 0; k < SAMPLER_MEMBERS_FRESH + 3 && !first_quiet; k++) {
+                s = traced_sample(f, &t, (3 + k) * 1000000ULL);
+                if (sampler_all_quiet(f->sampler))
+                        first_quiet = k + 1;
+                snapshot_free(s);
+        }
+        print_message("quiet with settled members after %u samples\n", first_quiet);
+        assert_true(first_quiet >= SAMPLER_MEMBERS_FRESH - 2);
+        sampler_set_host_idle(f->sampler, true);
+        for (unsigned i = 0; i < 3; i++, k++) {
+                s = traced_sample(f, &t, (3 + k) * 1000000ULL);
+                assert_int_equal(traced(&t, NULL, "/bench1/cpuacct.usage"), 1);
+                assert_true(sampler_all_quiet(f->sampler));
+                snapshot_free(s);
+        }
+        /* The use jumps: not quiet at this very sample. */
+        _cleanup_(freep) char *text = NULL;
+        char usage[64];
+        assert_int_equal(
+                rootdir_read_file(f->root, "/sys/fs/cgroup/cpuset/bench1/cpuacct.usage", &text, NULL), 0);
+        snprintf(usage, sizeof(usage), "%llu\n", strtoull(text, NULL, 10) + 30ULL * NSEC_PER_SEC);
+        test_write_file(f->dir, "/sys/fs/cgroup/cpuset/bench1/cpuacct.usage", usage);
+        s = traced_sample(f, &t, (3 + k) * 1000000ULL);
+        assert_false(sampler_all_quiet(f->sampler));
+        assert_false(s->cgroups[0].threads_partial);
+        snapshot_free(s);
+        sampler_set_host_idle(f->sampler, false);
+        trace_reset(&t);
+}
+
 /* A busy cgroup of 64 threads is read in turns: 16 threads a tick, each
  * every 4th tick, their figures held in between; steerd's held threads
  * every tick; every member at once when the cgroup's use jumps. */
@@ -1126,6 +1168,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_runnable_not_needed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_task_list_lines, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_quiet, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_host_idle, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_turns, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_held, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_procs, setup, teardown),
