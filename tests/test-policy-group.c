@@ -298,6 +298,93 @@ static void test_group_reverted_by_wait(void **unused) {
         world_done(&w);
 }
 
+/* Two rings of three threads (the guest check's): each thread woken a few
+ * hundred times a second, under StickyPairWakeups, on CPUs that are idle
+ * without it. Before who wakes whom has seen them, stickiness pins them
+ * one by one where they last ran; once the partners come, those pins go
+ * (a thread of a group is pinned with its group or not at all) and each
+ * ring is placed on a core of its own. */
+static void test_rings_sticky_then_grouped(void **unused) {
+        (void) unused;
+        World w;
+        WakePartner saved[6][SNAPSHOT_MAX_PARTNERS];
+        unsigned n_saved[6];
+        _cleanup_(freep) char *a = NULL, *b = NULL;
+
+        world_init(&w, 1, 8);
+        add_mesh(&w, 700, 3, 0, 300, 300);
+        add_mesh(&w, 703, 3, 3, 300, 300);
+        for (size_t i = 0; i < 6; i++) {
+                memcpy(saved[i], w.m[i].partners, sizeof(saved[i]));
+                n_saved[i] = w.m[i].n_partners;
+                w.m[i].n_partners = 0;
+        }
+        assert_int_equal(run(&w, w.st.sticky_ticks + 2, ACTION_SET_THREAD_CPUS), 6);
+        for (size_t i = 0; i < 6; i++)
+                assert_int_equal(hwloc_bitmap_weight(w.m[i].allowed), 1);
+
+        for (size_t i = 0; i < 6; i++) {
+                memcpy(w.m[i].partners, saved[i], sizeof(saved[i]));
+                w.m[i].n_partners = n_saved[i];
+        }
+        {
+                _cleanup_plan_ Plan *plan = world_step(&w);
+                size_t restores = 0;
+                for (size_t k = 0; k < plan->n_actions; k++)
+                        if (plan->actions[k].kind == ACTION_RESTORE) {
+                                restores++;
+                                assert_non_null(strstr(plan->actions[k].reason, "talks in a group"));
+                        }
+                assert_int_equal(restores, 6);
+        }
+        /* Placed once the released threads may move again (MinResidencyMs). */
+        size_t pins = run(&w, (unsigned) (w.st.min_residency_ms * USEC_PER_MSEC / TICK_US) + 4,
+                          ACTION_SET_THREAD_CPUS);
+        assert_int_equal(pins, 6);
+        assert_true(together(&w, 0, 3, &a));
+        assert_true(together(&w, 3, 3, &b));
+        assert_false(hwloc_bitmap_intersects(w.m[0].allowed, w.m[3].allowed));
+        /* and held: no stickiness pin takes a member back */
+        _cleanup_plan_ Plan *plan = world_step(&w);
+        assert_int_equal(plan->n_actions, 0);
+        world_done(&w);
+}
+
+/* A ring that fills its core reads a little more than the core (1024.3 of
+ * 1024 was seen): it holds, tick after tick, and is let go only once its
+ * threads wait as long as they run on the core it fills. */
+static void test_group_full_core_held(void **unused) {
+        (void) unused;
+        World w;
+        _cleanup_(freep) char *a = NULL, *b = NULL;
+
+        world_init(&w, 1, 4);
+        add_mesh(&w, 800, 3, 0, 340, 5000);
+        add_mesh(&w, 803, 3, 1, 340, 5000);
+        assert_int_equal(run(&w, 2, ACTION_SET_THREAD_CPUS), 6);
+        assert_true(together(&w, 0, 3, &a));
+        assert_true(together(&w, 3, 3, &b));
+        assert_int_equal(hwloc_bitmap_weight(w.m[0].allowed), 1);
+        for (size_t i = 0; i < 6; i++)
+                w.m[i].util = 341.5; /* 1024.5 a ring */
+        for (unsigned k = 0; k < 100; k++) {
+                _cleanup_plan_ Plan *plan = world_step(&w);
+                assert_int_equal(plan->n_actions, 0);
+        }
+        for (size_t i = 0; i < 3; i++)
+                w.m[i].wait = 400;
+        {
+                _cleanup_plan_ Plan *plan = world_step(&w);
+                const Action *x = plan_find_any(plan, CG, 800);
+                assert_non_null(x);
+                assert_int_equal(x->kind, ACTION_RESTORE);
+                assert_non_null(strstr(x->reason, "wait as long as they run"));
+                for (size_t i = 3; i < 6; i++)
+                        assert_null(plan_find_any(plan, CG, w.m[i].tid));
+        }
+        world_done(&w);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_two_pingpongs_two_pairs),
@@ -306,6 +393,8 @@ int main(void) {
                 cmocka_unit_test(test_group_not_below_demand),
                 cmocka_unit_test(test_groups_one_llc_each),
                 cmocka_unit_test(test_group_reverted_by_wait),
+                cmocka_unit_test(test_rings_sticky_then_grouped),
+                cmocka_unit_test(test_group_full_core_held),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,6 +139,10 @@ static bool place_group(const PolicyCtx *ctx, Placement *p, const ThreadGroup *g
         return false;
 }
 
+/* A placed group has outgrown its cores (release_reason()). */
+#define GROUP_OUTGROW_NOISE 1.05
+#define GROUP_FULL 0.95
+
 static bool in_group(const ThreadState *t, const ThreadState *lead) {
         return t->pin.mask && t->group_lead == lead->tid && t->group_lead_starttime == lead->starttime;
 }
@@ -319,11 +323,26 @@ static const char *release_reason(const PolicyCtx *ctx, const CgroupState *c, co
                          (int) t->group_lead);
                 return buf;
         }
-        if (t == lead) {
+        if (t == lead && now) {
                 double cap = SCHED_CAPACITY_SCALE * (double) hwloc_bitmap_weight(t->pin.mask);
-                double util = now ? now->util : 0;
-                if (util > cap) {
-                        snprintf(buf, size, "its group outgrew its cores: util %.0f > %.0f", util, cap);
+                double wait = 0;
+                for (size_t k = 0; k < now->n; k++)
+                        wait += MAX(now->members[k]->sample->wait, 0.0);
+                /* Confined to its cores, a group's util reaches their
+                 * capacity at most: a ring that fills its core read 1024.3
+                 * of 1024 and was let go and placed again by turns. It has
+                 * outgrown them when it fills them and its threads wait
+                 * as long as they run (or a reading beyond the noise). */
+                if (now->util > cap * GROUP_OUTGROW_NOISE) {
+                        snprintf(buf, size, "its group outgrew its cores: util %.0f > %.0f%% of %.0f",
+                                 now->util, GROUP_OUTGROW_NOISE * 100, cap);
+                        return buf;
+                }
+                if (now->util >= cap * GROUP_FULL && wait >= now->util) {
+                        snprintf(buf, size,
+                                 "its group outgrew its cores: util %.0f >= %.0f%% of %.0f and its threads "
+                                 "wait as long as they run (wait %.0f)",
+                                 now->util, GROUP_FULL * 100, cap, wait);
                         return buf;
                 }
         }

@@ -139,6 +139,43 @@ int policy_groups_find(const PolicyCtx *ctx, const CgroupState *c, ThreadGroup *
         return groups_collect(talk, n, parent, ret, ret_n);
 }
 
+static int cmp_address(const void *x, const void *y) {
+        uintptr_t a = (uintptr_t) *(ThreadState *const *) x, b = (uintptr_t) *(ThreadState *const *) y;
+        return (a > b) - (a < b);
+}
+
+int policy_grouped_threads(const PolicyCtx *ctx, const CgroupState *c, ThreadState ***ret, size_t *ret_n) {
+        ThreadGroup *g = NULL;
+        size_t n = 0, total = 0;
+        int r = policy_groups_find(ctx, c, &g, &n);
+
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                total += g[i].n;
+        ThreadState **set = NULL;
+        if (total > 0) {
+                set = malloc(total * sizeof(ThreadState *));
+                if (!set) {
+                        policy_groups_free(g, n);
+                        return -ENOMEM;
+                }
+                total = 0;
+                for (size_t i = 0; i < n; i++)
+                        for (size_t k = 0; k < g[i].n; k++)
+                                set[total++] = g[i].members[k];
+                qsort(set, total, sizeof(ThreadState *), cmp_address);
+        }
+        policy_groups_free(g, n);
+        *ret = set;
+        *ret_n = total;
+        return 0;
+}
+
+bool policy_grouped(ThreadState *const *set, size_t n, const ThreadState *t) {
+        return n > 0 && bsearch(&t, set, n, sizeof(ThreadState *), cmp_address);
+}
+
 int policy_groups_apart(const PolicyCtx *ctx, const CgroupState *c, bool *ret) {
         ThreadGroup *g = NULL;
         size_t n = 0, big = 0;

@@ -343,6 +343,11 @@ void policy_groups_free(ThreadGroup *g, size_t n);
 int policy_groups_apart(const PolicyCtx *ctx, const CgroupState *c, bool *ret);
 /* Whether the snapshot says who wakes whom in this cgroup. */
 bool policy_cgroup_has_partners(const CgroupState *c);
+/* The members of the cgroup's groups (pairs included), sorted by address
+ * for policy_grouped(): stickiness leaves them to their group. NULL and 0
+ * where the cgroup has none. */
+int policy_grouped_threads(const PolicyCtx *ctx, const CgroupState *c, ThreadState ***ret, size_t *ret_n);
+bool policy_grouped(ThreadState *const *set, size_t n, const ThreadState *t);
 /* Σ wait and Σ util of the group's pinned members: the guard judges a
  * group on its lead by the group's wait per CPU received. Not by its
  * progress, as a pair: a mesh placed together wakes less often and does

@@ -18,8 +18,13 @@ int policy_sticky_release(PolicyCtx *ctx) {
                 return -ENOMEM;
         for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
+                _cleanup_(freep) ThreadState **grouped = NULL;
+                size_t n_grouped = 0;
                 if (!c)
                         continue;
+                r = policy_grouped_threads(ctx, c, &grouped, &n_grouped);
+                if (r < 0)
+                        return r;
 
                 for (size_t k = 0; k < c->sample->n_threads; k++) {
                         ThreadState *t = c->by_sample[k];
@@ -49,6 +54,11 @@ int policy_sticky_release(PolicyCtx *ctx) {
                                          "it talks now (%.0f wakeups/s >= StickyPairWakeups %.0f / %.0f%%): "
                                          "pinned with its partner or not at all",
                                          t->sample->wakeups, st->sticky_pair_wakeups, PAIR_HYSTERESIS * 100);
+                        else if (policy_grouped(grouped, n_grouped, t))
+                                snprintf(reason, sizeof(reason),
+                                         "it talks in a group (who wakes whom: %u partners in its cgroup): "
+                                         "pinned with its group or not at all",
+                                         t->sample->n_partners);
                         else
                                 continue;
 
@@ -70,7 +80,7 @@ typedef struct Candidate {
 
 /* The streak of a thread (a quiet tick on its unit extends it); 1 when the
  * thread may be pinned now, with its unit in *ret_unit. */
-static int pin_candidate(PolicyCtx *ctx, CgroupState *c, ThreadState *t, CpuSet scratch) {
+static int pin_candidate(PolicyCtx *ctx, CgroupState *c, ThreadState *t, bool grouped, CpuSet scratch) {
         const Settings *st = ctx->settings;
         const ThreadSample *ts = t->sample;
         double wait_limit = st->sticky_max_wait_percent * SCHED_CAPACITY_SCALE / 100.0;
@@ -102,6 +112,12 @@ static int pin_candidate(PolicyCtx *ctx, CgroupState *c, ThreadState *t, CpuSet 
          * ping-pong of two processes, each end pinned where it last ran,
          * lost 29% of its throughput). policy_pair_pin() decides those. */
         if (policy_thread_talks(st, ts))
+                return 0;
+        /* The same for a thread of a group that who wakes whom found,
+         * however rarely it wakes: the two rings of the guest check, each
+         * thread woken a few hundred times a second under TCG, were pinned
+         * one by one where they last ran and so never placed as groups. */
+        if (grouped)
                 return 0;
         if (t->pin.mask || t->acted || t->streak < MAX(st->sticky_ticks, 1u) ||
             policy_backed_off(c, ACTION_POLICY_STICKY, ctx->now_us) || !policy_thread_resident(ctx, t))
@@ -178,9 +194,16 @@ static int collect_candidates(PolicyCtx *ctx, CpuSet scratch, Candidate **ret, s
 
         for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
                 CgroupState *c = ctx->by_sample[i];
+                _cleanup_(freep) ThreadState **grouped = NULL;
+                size_t n_grouped = 0;
                 if (!c)
                         continue;
                 bool enabled = policy_enabled(ctx->settings, c->sample->policy, ACTION_POLICY_STICKY);
+                if (enabled) {
+                        int r = policy_grouped_threads(ctx, c, &grouped, &n_grouped);
+                        if (r < 0)
+                                return r;
+                }
 
                 for (size_t k = 0; k < c->sample->n_threads; k++, order++) {
                         ThreadState *t = c->by_sample[k];
@@ -190,7 +213,7 @@ static int collect_candidates(PolicyCtx *ctx, CpuSet scratch, Candidate **ret, s
                                 t->streak = 0;
                                 continue;
                         }
-                        if (pin_candidate(ctx, c, t, scratch) <= 0)
+                        if (pin_candidate(ctx, c, t, policy_grouped(grouped, n_grouped, t), scratch) <= 0)
                                 continue;
                         if (n == alloc) {
                                 alloc = alloc ? alloc * 2 : 64;
