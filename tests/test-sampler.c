@@ -886,6 +886,75 @@ static void test_layers_procs(void **state) {
         trace_reset(&t);
 }
 
+/* The processes whose /proc/TGID/stat the trace read (not a thread's
+ * /proc/TGID/task/TID/stat), marked in seen[tgid - FIRST_TID]; how many. */
+static size_t traced_procs(const Trace *t, bool *seen, size_t n_seen) {
+        size_t n = 0;
+        for (size_t i = 0; i < t->n; i++) {
+                unsigned tgid;
+                char tail[8];
+                if (sscanf(t->paths[i], "/proc/%u/%7s", &tgid, tail) != 2 || !streq(tail, "stat"))
+                        continue;
+                n++;
+                if (tgid >= FIRST_TID && tgid - FIRST_TID < n_seen)
+                        seen[tgid - FIRST_TID] = true;
+        }
+        return n;
+}
+
+/* A quiet cgroup of many processes without cpuacct: its processes are
+ * read in slices, a few every tick, round all of them every
+ * SAMPLER_IDLE_MAX_TICKS ticks (not all of them every 8 ticks: no burst);
+ * a slice that moves ends the quiet at once. */
+static void test_layers_procs_sliced(void **state) {
+        Fixture *f = *state;
+        enum { N = 160, SLICE = (N + SAMPLER_IDLE_MAX_TICKS - 1) / SAMPLER_IDLE_MAX_TICKS };
+        const char *args = "--schedstat --threads 160"; /* a process per thread */
+        bool seen[N] = {};
+        Trace t = {};
+        Snapshot *s = two_ticks(f, args, args);
+        uint64_t now = 3000000;
+
+        assert_true(N > SAMPLER_USAGE_SLICE_MIN);
+        assert_true(s->cgroups[0].usage > 100);
+        snapshot_free(s);
+
+        /* Tick 1 again: every process read, none moved: quiet. */
+        s = traced_sample(f, &t, now);
+        assert_int_equal(traced_procs(&t, seen, N), N);
+        assert_true(s->cgroups[0].usage >= 0 && s->cgroups[0].usage < 1);
+        snapshot_free(s);
+
+        /* Quiet: SLICE processes a tick, each once in 8 ticks. */
+        memset(seen, 0, sizeof(seen));
+        for (unsigned k = 0; k < SAMPLER_IDLE_MAX_TICKS; k++) {
+                now += 100000;
+                s = traced_sample(f, &t, now);
+                assert_true(s->cgroups[0].threads_partial);
+                assert_int_equal(traced_procs(&t, seen, N), SLICE);
+                assert_true(s->cgroups[0].usage >= 0 && s->cgroups[0].usage < 1);
+                snapshot_free(s);
+        }
+        for (unsigned i = 0; i < N; i++)
+                assert_true(seen[i]);
+
+        /* Busy: the next slice sees it and every member is read at once;
+         * the tick after, every process. */
+        gen(f, 2, args);
+        now += 100000;
+        s = traced_sample(f, &t, now);
+        assert_int_equal(traced_procs(&t, NULL, 0), SLICE);
+        assert_false(s->cgroups[0].threads_partial);
+        assert_int_equal(s->cgroups[0].n_threads, N);
+        assert_true(s->cgroups[0].usage > 100);
+        snapshot_free(s);
+        now += 100000;
+        s = traced_sample(f, &t, now);
+        assert_int_equal(traced_procs(&t, NULL, 0), N);
+        snapshot_free(s);
+        trace_reset(&t);
+}
+
 /* With membership events the task lists are read every
  * SAMPLER_MEMBERS_EVERY samples; a join is seen at once. */
 static void test_layers_membership(void **state) {
@@ -1172,6 +1241,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_turns, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_held, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_procs, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_layers_procs_sliced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_thread_process, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_thread_process_one, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wake_unavailable, setup, teardown),

@@ -101,7 +101,9 @@ static int check_rule(Checker *k, bool opt_in, size_t i, const char *rule) {
                 return -EBADMSG;
         }
         if (k->check && k->check(rule, opt_in, k->userdata, why, sizeof(why)) < 0) {
-                snprintf(k->why, sizeof(k->why), "%s[%zu]: %s", list, i, why);
+                /* The check's message may be as long as k->why: it is cut. */
+                (void) !snprintf(k->why, sizeof(k->why), "%s[%zu]: %.*s", list, i,
+                                 (int) (sizeof(k->why) - 32), why);
                 return -EBADMSG;
         }
         return 0;

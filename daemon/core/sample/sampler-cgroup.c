@@ -407,7 +407,8 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
         r = cgroup_pressure(s, sc, c);
         if (r < 0)
                 return r;
-        r = cc->usage_skip > 0 && !s->host_idle ? 0 : usage_sample(s, cc, now_us);
+        bool sliced = usage_sliced(cc);
+        r = cc->usage_skip > 0 && !s->host_idle && !sliced ? 0 : usage_sample(s, cc, now_us, sliced);
         if (r < 0)
                 return r;
         c->usage = cc->usage_primed ? cc->usage : -1;

@@ -68,9 +68,12 @@ typedef struct ThreadTable {
  * accounting (a v1 cpuset without cpuacct). */
 typedef struct ProcUsage {
         pid_t tgid;
-        uint64_t ticks; /* utime + stime, clock ticks */
-        bool have;      /* ticks holds a reading */
-        int fd;         /* /proc/<tgid>/stat kept open, -EBADF */
+        uint64_t ticks;   /* utime + stime, clock ticks */
+        uint64_t read_us; /* when ticks was read */
+        double rate;      /* CPU time per wall time between its last two reads */
+        bool have;        /* ticks holds a reading */
+        bool have_rate;   /* rate holds a figure */
+        int fd;           /* /proc/<tgid>/stat kept open, -EBADF */
 } ProcUsage;
 
 /* What the sampler keeps of an opted-in cgroup between ticks, by directory:
@@ -97,6 +100,8 @@ typedef struct CgroupCache {
         int cpus_fd;        /* its own effective CPUs file kept open, -EBADF */
         int parent_cpus_fd; /* its parent's, kept open while steerd holds its CPUs, -EBADF */
         bool no_own;        /* neither exists: its processes stand in (until the next list read) */
+        bool by_procs;      /* its last use figure came from its processes */
+        size_t procs_next;  /* where the next slice of its processes starts */
         unsigned usage_interval, usage_skip;
         uint64_t usage_ns;
         uint64_t usage_us;  /* when usage_ns was read */
@@ -258,8 +263,13 @@ void cgroup_cache_done(Sampler *s, CgroupCache *cc);
 
 /* The cgroup's CPU use since its last reading into cc->usage (smoothed);
  * cc->usage_primed says whether it holds a figure. A cgroup without its
- * own accounting is read through its processes (cc->procs). */
-int usage_sample(Sampler *s, CgroupCache *cc, uint64_t now_us);
+ * own accounting is read through its processes (cc->procs): all of them,
+ * or with sliced one slice (SAMPLER_USAGE_SLICE_MIN). */
+int usage_sample(Sampler *s, CgroupCache *cc, uint64_t now_us, bool sliced);
+
+/* Whether this tick reads a slice of the cgroup's processes rather than
+ * following the quiet back-off. */
+bool usage_sliced(const CgroupCache *cc);
 
 /* sampler-members.c */
 

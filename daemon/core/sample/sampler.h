@@ -49,6 +49,15 @@ typedef struct Sampler Sampler;
 #define SAMPLER_QUIET_PERCENT 1.0
 #define SAMPLER_QUIET_THREAD_PERCENT 0.005
 
+/* Where a cgroup's processes stand in for its own accounting (a v1 cpuset
+ * without cpuacct), a quiet cgroup of more than this many processes has
+ * them read in slices, every tick, that go round all of them every
+ * SAMPLER_IDLE_MAX_TICKS ticks (the back-off's pace), instead of all of
+ * them every SAMPLER_IDLE_MAX_TICKS ticks: the same reads, but no tick
+ * that reads 10,000 files at once (issue 12: the worst tick was 14x the
+ * median). Its use is the sum of each process's rate at its last read. */
+#define SAMPLER_USAGE_SLICE_MIN 64u
+
 /* With the proc connector's joins, a cgroup's task lists are re-read only
  * every this many samples, to heal missed events (and to drop threads
  * that exited while their cgroup was quiet). */
