@@ -436,9 +436,17 @@ class Analysis:
         big = self.cost.get('callgrind', {}).get((1024, 10000))
         if big and big.get('ir_tick') and big.get('ir_tick_max'):
             x = big['ir_tick_max'] / big['ir_tick']
+            # The plain run has more ticks than callgrind's few dumps, where
+            # one start-up tick (the cgroup turning quiet) can be the worst.
+            pl = self.cost.get('plain', {}).get((1024, 10000), {})
+            plain = ''
+            if pl.get('wall_us_tick') and pl.get('wall_us_tick_max'):
+                plain = (f'; plain run: worst {fmt(pl["wall_us_tick_max"])} us, median {fmt(pl["wall_us_tick"])} us wall '
+                         f'({pl["wall_us_tick_max"] / pl["wall_us_tick"]:.2f} x, {fmt(pl.get("plain_ticks"), 0)} ticks)')
             rows.append(['12: worst tick at most 3 x the median (fixture 1,024 CPUs x 10,000 threads, instructions)',
                          'met' if x <= 3 else 'NOT met',
-                         f'worst {fmt(big["ir_tick_max"])} Ir, median {fmt(big["ir_tick"])} Ir', f'{x:.2f} x the median'])
+                         f'worst {fmt(big["ir_tick_max"])} Ir, median {fmt(big["ir_tick"])} Ir over '
+                         f'{fmt(big.get("ticks"), 0)} ticks{plain}', f'{x:.2f} x the median'])
         if 'hb4cg' in d and 'latency' in d['hb4cg'] and 'static' in d['hb4cg']:
             t = mmm(self.ratios('hb4cg', 'latency', base='static'))
             if t[1] is not None:
