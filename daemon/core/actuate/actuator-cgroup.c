@@ -194,8 +194,12 @@ int act_cgroup_write_cpus(Actuator *a, const char *dir, const char *text) {
          * empty values (verified with libcgroup 2.0.2): v2's "" (inherit the
          * parent's CPUs) is written directly, as "\n" like `echo > file`. */
         if (!a->live || !*text)
-                return write_direct(dirfd, text);
-        return write_libcgroup(a, dir, dirfd, text);
+                r = write_direct(dirfd, text);
+        else
+                r = write_libcgroup(a, dir, dirfd, text);
+        if (r >= 0 && a->write_hook)
+                a->write_hook(dir, a->write_hook_userdata);
+        return r;
 }
 
 int act_cgroup_record(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, ActuatorBackend backend,

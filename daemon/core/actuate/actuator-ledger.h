@@ -86,6 +86,11 @@ struct Actuator {
          * steerd's holds them. */
         char **retry;
         size_t n_retry;
+        /* Tests only (actuator_set_write_hook()): called after each write
+         * of a cgroup's CPUs, so that a test on a kernel 6.2 or later can
+         * play one before it, which resets every task of the cpuset. */
+        ActuatorWriteHook write_hook;
+        void *write_hook_userdata;
 };
 
 /* Frees every record and list of the ledger (not the Actuator). */

@@ -80,6 +80,13 @@ void actuator_set_bus(Actuator *a, sd_bus *bus) {
         a->bus = bus ? sd_bus_ref(bus) : NULL;
 }
 
+void actuator_set_write_hook(Actuator *a, ActuatorWriteHook hook, void *userdata) {
+        if (!a)
+                return;
+        a->write_hook = hook;
+        a->write_hook_userdata = userdata;
+}
+
 /* ---- apply ---- */
 
 static int apply_cgroup_action(ActCtx *c, const OptedIn *cg, const CgroupSample *cs, const Action *act) {

@@ -214,6 +214,10 @@ int actuator_release_all(Actuator *a);
 int actuator_retry(Actuator *a, bool all);
 /* The system bus changed (reconnected): NULL when there is none. */
 void actuator_set_bus(Actuator *a, sd_bus *bus);
+/* For tests: hook(dir, userdata) runs after every successful write of a
+ * cgroup's cpuset.cpus (NULL: none). */
+typedef void (*ActuatorWriteHook)(const char *dir, void *userdata);
+void actuator_set_write_hook(Actuator *a, ActuatorWriteHook hook, void *userdata);
 
 /* At start, on the daemon's own actuator (still empty): take over what a
  * killed or failed predecessor left in the actuator's state file and give it
