@@ -162,8 +162,10 @@ int policy_grouped_threads(const PolicyCtx *ctx, const CgroupState *c, ThreadSta
                 }
                 total = 0;
                 for (size_t i = 0; i < n; i++)
-                        for (size_t k = 0; k < g[i].n; k++)
+                        for (size_t k = 0; k < g[i].n; k++) {
+                                g[i].members[k]->grouped_us = ctx->now_us;
                                 set[total++] = g[i].members[k];
+                        }
                 qsort(set, total, sizeof(ThreadState *), cmp_address);
         }
         policy_groups_free(g, n);
@@ -174,6 +176,10 @@ int policy_grouped_threads(const PolicyCtx *ctx, const CgroupState *c, ThreadSta
 
 bool policy_grouped(ThreadState *const *set, size_t n, const ThreadState *t) {
         return n > 0 && bsearch(&t, set, n, sizeof(ThreadState *), cmp_address);
+}
+
+bool policy_grouped_recently(const PolicyCtx *ctx, const ThreadState *t) {
+        return t->grouped_us > 0 && ctx->now_us >= t->grouped_us && ctx->now_us - t->grouped_us < GROUP_MEMORY_US;
 }
 
 int policy_groups_apart(const PolicyCtx *ctx, const CgroupState *c, bool *ret) {

@@ -96,6 +96,10 @@ typedef struct ThreadState {
          * lead's own tid on the lead), 0: none. */
         pid_t group_lead;
         uint64_t group_lead_starttime;
+        /* The last tick who wakes whom put it in a group (0: never). Its
+         * group owns it for GROUP_MEMORY_US after that, whatever one tick's
+         * figures say: stickiness does not pin it alone meanwhile. */
+        uint64_t grouped_us;
 
         /* Valid during one policy_decide() only. */
         const ThreadSample *sample;
@@ -345,9 +349,18 @@ int policy_groups_apart(const PolicyCtx *ctx, const CgroupState *c, bool *ret);
 bool policy_cgroup_has_partners(const CgroupState *c);
 /* The members of the cgroup's groups (pairs included), sorted by address
  * for policy_grouped(): stickiness leaves them to their group. NULL and 0
- * where the cgroup has none. */
+ * where the cgroup has none. Each member is marked seen grouped now
+ * (ThreadState.grouped_us). */
 int policy_grouped_threads(const PolicyCtx *ctx, const CgroupState *c, ThreadState ***ret, size_t *ret_n);
 bool policy_grouped(ThreadState *const *set, size_t n, const ThreadState *t);
+/* Who wakes whom holds a thread for its group this long after it was last
+ * seen in one: an observation's result is held SAMPLER_WAKE_HOLD_US (10 s)
+ * and its figures move from tick to tick, so a group seen on one tick and
+ * not on the next is the same group. Without it, a ring of three threads
+ * under TCG was pinned alone by stickiness on the ticks its group was not
+ * seen and given back on the ticks it was, for 40 s (issue 30). */
+#define GROUP_MEMORY_US (15 * USEC_PER_SEC)
+bool policy_grouped_recently(const PolicyCtx *ctx, const ThreadState *t);
 /* Σ wait and Σ util of the group's pinned members: the guard judges a
  * group on its lead by the group's wait per CPU received. Not by its
  * progress, as a pair: a mesh placed together wakes less often and does

@@ -117,7 +117,7 @@ static int pin_candidate(PolicyCtx *ctx, CgroupState *c, ThreadState *t, bool gr
          * however rarely it wakes: the two rings of the guest check, each
          * thread woken a few hundred times a second under TCG, were pinned
          * one by one where they last ran and so never placed as groups. */
-        if (grouped)
+        if (grouped || policy_grouped_recently(ctx, t))
                 return 0;
         if (t->pin.mask || t->acted || t->streak < MAX(st->sticky_ticks, 1u) ||
             policy_backed_off(c, ACTION_POLICY_STICKY, ctx->now_us) || !policy_thread_resident(ctx, t))
