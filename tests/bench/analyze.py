@@ -1,14 +1,23 @@
 #!/usr/bin/env python3
 """Turn a results folder of tests/bench/run.sh into REPORT.md and PNG plots.
 
-    analyze.py OUTDIR
+    analyze.py [--ratio-ci PATH] OUTDIR
 
 Reads OUTDIR/meta.txt, raw.csv (rep,order,workload,config,metric,value) and
 cost.csv (kind,cpus,threads,metric,value); writes OUTDIR/REPORT.md,
 OUTDIR/summary.csv and OUTDIR/*.png (gnuplot). Every figure in the report
 comes from those files.
+
+Every ratio is shown as `median [95% interval]`: the median of the paired
+ratios (configuration / kernel default of the same round) and the interval
+steerd-ratio-ci computes from the same pairs (a t interval on the log
+ratios: daemon/core/base/stats.h). Every target is met / missed / can't tell
+by that interval. The tool is --ratio-ci PATH, else $STEERD_RATIO_CI, else
+build-bench/steerd-ratio-ci, else build/steerd-ratio-ci of this tree; without
+it the report says so and analyze.py exits 1 (there is no other formula).
 """
 import csv
+import json
 import math
 import os
 import statistics
@@ -17,6 +26,8 @@ import sys
 from collections import defaultdict
 
 CONFIG_ORDER = ['default', 'observe', 'latency', 'balanced', 'static']
+AA = 'default-aa'       # the kernel default a second time: the A/A pair
+TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 NAMES = {
     'hb4cg': 'hackbench, 4 cgroups',
     'hb1p': 'hackbench -g 4, 1 process',
@@ -32,6 +43,78 @@ FIGURE = {
     'ring': 'time', 'cyc': 'p99 wakeup latency', 'tbench': 'throughput', 'phases': 'wall time',
 }
 HARM = 0.02     # "no workload more than 2% slower"
+
+
+class NoTool(Exception):
+    pass
+
+
+def find_ratio_ci(arg=None):
+    """the steerd-ratio-ci binary: the argument, $STEERD_RATIO_CI, build-bench/, build/"""
+    if arg:
+        cands = [arg]
+    elif os.environ.get('STEERD_RATIO_CI'):
+        cands = [os.environ['STEERD_RATIO_CI']]
+    else:
+        cands = [os.path.join(TOP, 'build-bench', 'steerd-ratio-ci'), os.path.join(TOP, 'build', 'steerd-ratio-ci')]
+    for c in cands:
+        if os.path.isfile(c) and os.access(c, os.X_OK):
+            return c, cands
+    return None, cands
+
+
+class RatioCI:
+    """steerd-ratio-ci on lists of pairs (A, B); one call per distinct question, cached."""
+
+    def __init__(self, path):
+        self.path = path
+        self.cache = {}
+
+    def __call__(self, pairs, higher=False, target_max=None, target_min=None):
+        pairs = tuple((a, b) for a, b in pairs if a is not None and b is not None and a > 0 and b > 0)
+        args = ['--higher-is-better' if higher else '--lower-is-better']
+        if target_max is not None:
+            args += ['--target-max', repr(float(target_max))]
+        if target_min is not None:
+            args += ['--target-min', repr(float(target_min))]
+        key = (pairs, tuple(args))
+        if key not in self.cache:
+            inp = ''.join(f'{a!r} {b!r}\n' for a, b in pairs)
+            r = subprocess.run([self.path] + args, input=inp, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f'{self.path} {" ".join(args)} failed (exit {r.returncode}): {r.stderr.strip()}')
+            self.cache[key] = json.loads(r.stdout)
+        return self.cache[key]
+
+
+def ci_str(e, nd=3):
+    """[low, high] of a tool answer, or why there is none"""
+    if e is None or e.get('ci_low') is None:
+        n = 0 if e is None else e.get('n', 0)
+        return f'[no interval: {n} round{"" if n == 1 else "s"}]'
+    return f'[{e["ci_low"]:.{nd}f}, {e["ci_high"]:.{nd}f}]'
+
+
+def excludes_one(e):
+    return e is not None and e.get('ci_low') is not None and (e['ci_low'] > 1 or e['ci_high'] < 1)
+
+
+def combine(results):
+    """several targets as one: missed if any is, met if all are, else can't tell"""
+    if not results:
+        return "can't tell"
+    if 'missed' in results:
+        return 'missed'
+    return 'met' if all(r == 'met' for r in results) else "can't tell"
+
+
+def verdict_md(v):
+    """met / missed in bold, a note after them ("met (one measurement, no interval)") kept"""
+    v = v or "can't tell"
+    for k in ('met', 'missed'):
+        if v == k or v.startswith(k + ' '):
+            return f'**{k}**' + v[len(k):]
+    return v
 
 
 def read_meta(out):
@@ -140,8 +223,9 @@ def pct_change(r, better):
 
 
 class Analysis:
-    def __init__(self, out):
+    def __init__(self, out, ci):
         self.out = out
+        self.ci = ci
         self.meta = read_meta(out)
         self.data = read_raw(out)
         self.add_static_best()
@@ -154,7 +238,7 @@ class Analysis:
             return (CONFIG_ORDER.index(base) if base in CONFIG_ORDER else len(CONFIG_ORDER), c != base, c)
         self.configs = sorted(present, key=order)
         # the configurations that run steerd (observe, latency, balanced and variants such as latency-nodbg)
-        self.steerd_cfgs = [c for c in self.configs if c != 'default' and not c.startswith('static')]
+        self.steerd_cfgs = [c for c in self.configs if not c.startswith('default') and not c.startswith('static')]
         self.lines = []
 
     def add_static_best(self):
@@ -224,9 +308,25 @@ class Analysis:
                + (' and [cost.csv](cost.csv)' if os.path.exists(os.path.join(self.out, 'cost.csv')) else '') + '.')
         if quick:
             self.w()
-            self.w('**This is a --quick run**: short loops and one repetition. Its figures show that the '
-                   'command works; they are not the evidence the targets ask for.')
+            self.w(f'**This is a --quick run**: one workload ({", ".join(self.workloads)}) under '
+                   f'{", ".join(self.configs)}, {m.get("reps", "?")} rounds, no cost measurements: an interval for '
+                   'that workload, not the evidence for every target.')
         self.w()
+        aa = self.aa_rows()
+        if not aa:
+            self.w(f'**No A/A row in this run** (no `{AA}` configuration): its noise floor is unknown; see '
+                   '"The A/A row" below.')
+            self.w()
+        else:
+            bad = [(w, e) for w, e in aa if excludes_one(e)]
+            if bad:
+                self.w('**This run is unreliable: the A/A interval (the kernel default against itself) excludes '
+                       '1.00 for ' + ', '.join(f'{w} ({self.rc(w, AA)})' for w, _ in bad)
+                       + '. The intervals of those workloads are narrower than the run\'s real noise.**')
+            else:
+                self.w(f'A/A check passed: the interval of {AA} / default contains 1.00 for every workload '
+                       f'({len(aa)} of {len(aa)}).')
+            self.w()
         self.machine()
         notes = os.path.join(self.out, 'notes.md')
         if os.path.exists(notes):
@@ -235,6 +335,7 @@ class Analysis:
             self.w(open(notes).read().strip())
             self.w()
         self.targets()
+        self.aa_section()
         self.per_workload(plots)
         self.behaviour()
         self.costs(plots)
@@ -257,7 +358,10 @@ class Analysis:
             ('steerd settings', f'SamplePeriodMs={m.get("period_ms", "?")}, every other setting at its default'
                                 + (f'; extra: {m["policy_extra"]}' if m.get('policy_extra') else '')),
             ('repetitions', f'{m.get("reps", "?")} rounds; in each round every workload runs under '
-                            f'{", ".join(self.configs)} one after the other'),
+                            f'{", ".join(self.configs)} one after the other, '
+                            + (f'in an order shuffled per round and workload (seed {m["seed"]}: '
+                               f'`--seed {m["seed"]}` repeats it)' if m.get('seed') else
+                               'always in that order (a run before the shuffled rounds)')),
             ('duration', f'{dur(m.get("total_seconds"))} in all: matrix {dur(m.get("matrix_seconds"))}, '
                          f'cost {dur(m.get("cost_seconds"))}'),
             ('load average', f'{m.get("loadavg_start", "?")} at the start, {m.get("loadavg_end", "?")} at the end'),
@@ -272,120 +376,183 @@ class Analysis:
             self.w(f'- **{w}** ({NAMES.get(w, w)}): {m.get("what_" + w, "")}; {self.better(w)} is better.')
         self.w()
 
+    # -- intervals (steerd-ratio-ci) --
+    def higher(self, w, metric='primary'):
+        """is a larger value of this metric better?"""
+        if metric == 'primary':
+            return self.better(w) == 'higher'
+        return metric.startswith('noise_bogo_ops') or metric.endswith('_mbs')
+
+    def pairs(self, w, c, metric='primary', base='default'):
+        """(config, base) figures of the same round"""
+        a, b = self.data[w].get(c, {}), self.data[w].get(base, {})
+        return [(a[r].get(metric), b.get(r, {}).get(metric)) for r in sorted(a)
+                if a[r].get(metric) is not None and b.get(r, {}).get(metric) is not None]
+
+    def est(self, w, c, metric='primary', base='default', **target):
+        return self.ci(self.pairs(w, c, metric, base), self.higher(w, metric), **target)
+
+    def rc(self, w, c, metric='primary', base='default', mm=False):
+        """'median [low, high]' of the paired ratios; with mm also (min..max)"""
+        rs = self.ratios(w, c, metric, base)
+        if not rs:
+            return 'n/a'
+        e = self.est(w, c, metric, base)
+        s = f'{med(rs):.3f} {ci_str(e)}'
+        if mm and len(rs) > 1:
+            s += f' ({min(rs):.3f}..{max(rs):.3f})'
+        return s
+
+    def aa(self, w, metric='primary'):
+        """the A/A estimate of workload w (default-aa / default), None without default-aa"""
+        if AA not in self.data[w] or 'default' not in self.data[w]:
+            return None
+        return self.est(w, AA, metric)
+
+    def aa_str(self, w):
+        if self.aa(w) is None:
+            return 'no A/A row in this run'
+        return f'{w}: {self.rc(w, AA)}'
+
+    def abs_target(self, values, limit, at_most=True):
+        """a figure measured once per round (not a ratio) against a limit: the
+        interval of its geometric mean over the rounds (pairs (x, 1))"""
+        xs = [x for x in values if x is not None and x > 0]
+        if len(xs) >= 2:
+            e = self.ci([(x, 1.0) for x in xs], False,
+                        **({'target_max': limit} if at_most else {'target_min': limit}))
+            return e['target'], e
+        if len(xs) == 1:
+            ok = xs[0] <= limit if at_most else xs[0] >= limit
+            return ('met' if ok else 'missed') + ' (one measurement, no interval)', None
+        return "can't tell", None
+
+    def ratio_row(self, target, w, c, limit, at_most=True, base='default', metric='primary', extra=''):
+        """a target 'c / base at most (least) limit' of workload w: verdict from the interval"""
+        e = self.est(w, c, metric, base, **({'target_max': limit} if at_most else {'target_min': limit}))
+        if e['n'] == 0:
+            return None
+        rs = self.ratios(w, c, metric, base)
+        m = med(rs)
+        by = (f'interval {ci_str(e)} against {limit:.2f}; median {m / limit:.2f} x the limit'
+              if m is not None else '')
+        return [target, verdict_md(e.get('target', "can't tell")),
+                f'{c}/{base} {self.rc(w, c, metric, base, mm=True)}' + (f'; {extra}' if extra else ''),
+                self.aa_str(w), by]
+
     def target_rows(self):
         rows = []
         d = self.data
         # 1. latency on the four-cgroup hackbench vs static pinning
         if 'hb4cg' in d and 'latency' in d['hb4cg']:
-            lat = self.ratios('hb4cg', 'latency')
             if 'static' in d['hb4cg']:
-                ls = self.ratios('hb4cg', 'latency', base='static')
-                t = mmm(ls)
-                st = mmm(self.ratios('hb4cg', 'static'))
-                ok = t[1] is not None and t[1] <= 1.0
-                rows.append(['latency mode on hackbench 4 cgroups at least as fast as static per-group pinning',
-                             'met' if ok else 'NOT met',
-                             f'latency/static time ratio {fr(t)} (min/median/max); vs default: latency '
-                             f'{fmt(med(lat))}, static {fmt(st[1])} (median)',
-                             f'latency is {abs(t[1] - 1) * 100:.1f}% {"faster" if t[1] <= 1 else "slower"} than static'
-                             if t[1] else ''])
-            mig = mmm(self.ratios('hb4cg', 'latency', 'migrations'))
-            if mig[1] is not None:
-                ok = mig[1] <= 0.10
-                rows.append(['hackbench 4 cgroups: cpu-migrations down at least 90% (latency)',
-                             'met' if ok else 'NOT met',
-                             f'migrations ratio {fr(mig)}; median {fmt(med(self.values("hb4cg", "latency", "migrations")))} '
-                             f'vs {fmt(med(self.values("hb4cg", "default", "migrations")))}',
-                             f'down {(1 - mig[1]) * 100:.1f}% (target 90%)'])
+                r = self.ratio_row('latency mode on hackbench 4 cgroups at least as fast as static per-group pinning '
+                                   '(latency/static at most 1.00)', 'hb4cg', 'latency', 1.0, base='static',
+                                   extra=f'vs default: latency {self.rc("hb4cg", "latency")}, '
+                                         f'static {self.rc("hb4cg", "static")}')
+                if r:
+                    rows.append(r)
+            if self.ratios('hb4cg', 'latency', 'migrations'):
+                r = self.ratio_row('hackbench 4 cgroups: cpu-migrations down at least 90% (latency; ratio at most 0.10)',
+                                   'hb4cg', 'latency', 0.10, metric='migrations',
+                                   extra=f'median {fmt(med(self.values("hb4cg", "latency", "migrations")))} vs '
+                                         f'{fmt(med(self.values("hb4cg", "default", "migrations")))}')
+                if r:
+                    rows.append(r)
         if 'msg' in d and 'latency' in d['msg']:
-            t = mmm(self.ratios('msg', 'latency'))
-            if t[1] is not None:
-                ok = t[1] <= 0.90
-                rows.append(['perf bench messaging at least 10% faster (latency)', 'met' if ok else 'NOT met',
-                             f'time ratio {fr(t)}',
-                             f'{(1 - t[1]) * 100:.1f}% faster' if t[1] <= 1 else f'{(t[1] - 1) * 100:.1f}% slower'])
-        # 2. harm
-        worst = []
+            r = self.ratio_row('perf bench messaging at least 10% faster (latency; ratio at most 0.90)',
+                               'msg', 'latency', 0.90)
+            if r:
+                rows.append(r)
+        # 2. harm: every steerd mode on every workload at most 2% worse, by the interval
+        items = []
         for w in self.workloads:
             for c in self.steerd_cfgs:
-                t = mmm(self.ratios(w, c))
-                if t[1] is None:
+                if not self.ratios(w, c):
                     continue
-                worst.append((w, c, t))
-        bad = [(w, c, t) for w, c, t in worst if self.harm(w, t[1])]
-        # worse in every round (even the best paired ratio): not the noise
-        every = [(w, c, t) for w, c, t in bad if self.harm(w, t[0] if self.better(w) == 'lower' else t[2])]
-        if worst:
-            def badness(item):
-                w, c, t = item
-                return t[1] - 1 if self.better(w) == 'lower' else 1 - t[1]
-            w0, c0, t0 = max(worst, key=badness)
-            rows.append(['no workload more than 2% worse than kernel default in any mode (median of paired ratios)',
-                         'met' if not bad else 'NOT met',
-                         ('; '.join(f'{w} {c} {t[1]:.3f} ({pct_change(t[1], self.better(w))}'
-                                    + (', every round' if (w, c, t) in every else '') + ')' for w, c, t in bad)
-                          if bad else f'worst: {w0} {c0} {t0[1]:.3f} ({pct_change(t0[1], self.better(w0))})'),
-                         f'{len(bad)} of {len(worst)} workload x mode pairs worse by more than 2% in the median; '
-                         f'{len(every)} of them in every round'])
+                hi = self.higher(w)
+                e = self.est(w, c, **({'target_min': 1 - HARM} if hi else {'target_max': 1 + HARM}))
+                items.append((w, c, e))
+        if items:
+            res = [e.get('target', "can't tell") for _, _, e in items]
+            bad = [(w, c, e) for w, c, e in items if e.get('target') == 'missed']
+            open_ = [(w, c, e) for w, c, e in items if e.get('target') not in ('met', 'missed')]
+            def lst(xs):
+                return '; '.join(f'{w} {c} {self.rc(w, c)}' for w, c, _ in xs)
+            rows.append(['no workload more than 2% worse than kernel default in any mode '
+                         '(interval within 1.02, throughput 0.98)', verdict_md(combine(res)),
+                         ('worse by more than 2%: ' + lst(bad) if bad else 'none worse by more than 2%')
+                         + ('; undecided: ' + lst(open_) if open_ else ''),
+                         'see the A/A table', f'{len(bad)} missed, {len(open_)} can\'t tell, '
+                         f'{len(items) - len(bad) - len(open_)} met of {len(items)} workload x mode pairs'])
         if 'cyc' in d:
-            nz = [(c, mmm(self.ratios('cyc', c, 'noise_bogo_ops_s'))) for c in self.steerd_cfgs if c in d['cyc']]
-            nz = [(c, t) for c, t in nz if t[1] is not None]
+            nz = [c for c in self.steerd_cfgs if self.ratios('cyc', c, 'noise_bogo_ops_s')]
             if nz:
-                bad = [(c, t) for c, t in nz if abs(t[1] - 1) > HARM]
-                rows.append(['non-opted-in workload unchanged (stress-ng --cpu bogo ops/s next to cyclictest)',
-                             'met' if not bad else 'NOT met',
-                             '; '.join(f'{c} {fr(t)}' for c, t in nz), 'within 2%' if not bad else
-                             'changed by more than 2%: ' + ', '.join(c for c, _ in bad)])
+                res, parts = [], []
+                for c in nz:
+                    hi = self.est('cyc', c, 'noise_bogo_ops_s', target_max=1 + HARM).get('target')
+                    lo = self.est('cyc', c, 'noise_bogo_ops_s', target_min=1 - HARM).get('target')
+                    res.append(combine([hi, lo]))
+                    parts.append(f'{c} {self.rc("cyc", c, "noise_bogo_ops_s")}')
+                rows.append(['non-opted-in workload unchanged (stress-ng --cpu bogo ops/s next to cyclictest, '
+                             'interval within 0.98..1.02)', verdict_md(combine(res)), '; '.join(parts),
+                             self.aa_str('cyc'), ', '.join(f'{c}: {r}' for c, r in zip(nz, res))])
         # 3. cost
         real = self.cost.get('real', {})
         r1000 = [v for (n, t), v in real.items() if t == 1000]
         if r1000 and one(r1000[0].get('cpu_pct')) is not None:
+            vals = r1000[0].get('cpu_pct')
+            vals = vals if isinstance(vals, list) else [vals]
+            v, e = self.abs_target(vals, 0.2)
             share = one(r1000[0].get('cpu_pct'))
-            base = [v for (n, t), v in real.items() if t == 0]
+            base = [v2 for (n, t), v2 in real.items() if t == 0]
             b = base[0].get('cpu_pct') if base else None
-            nothing = [v for v in self.cost.get('realnone', {}).values()]
+            nothing = [v2 for v2 in self.cost.get('realnone', {}).values()]
             b0 = nothing[0].get('cpu_pct') if nothing else None
-            ok = share <= 0.2
             rows.append([f'steerd at most 0.2% of one CPU at {self.meta.get("period_ms", "100")} ms with 1,000 '
-                         'opted-in threads (real run)', 'met' if ok else 'NOT met',
-                         f'{spread(r1000[0].get("cpu_pct"))}% of one CPU (min / median / max of the rounds)'
+                         'opted-in threads (real run)', verdict_md(v),
+                         f'{spread(r1000[0].get("cpu_pct"))}% of one CPU (min / median / max of the rounds); '
+                         f'geometric mean {ci_str(e, 3)}%'
                          + (f'; with an empty opted-in cgroup: {spread(b)}%' if b is not None else '')
-                         + (f'; with nothing opted in: {spread(b0)}%' if b0 is not None else ''),
+                         + (f'; with nothing opted in: {spread(b0)}%' if b0 is not None else ''), '-',
                          f'{share / 0.2:.2f} x the target (median)' if share else ''])
         big = self.cost.get('plain', {}).get((1024, 10000))
         if big and big.get('wall_us_tick') is not None:
             wall = big['wall_us_tick']
             cpu = big.get('cpu_us_tick')
-            ok = wall <= 2000
+            v, e = self.abs_target(wall if isinstance(wall, list) else [wall], 2000)
+            wall = one(wall)
             rows.append(['a tick at most 2 ms at 1,024 CPUs x 10,000 threads (fixture root, plain run)',
-                         'met' if ok else 'NOT met',
-                         f'median tick {fmt(wall / 1000)} ms wall, {fmt(cpu / 1000 if cpu else None)} ms CPU',
-                         f'{wall / 2000:.0f}x the target' if wall > 2000 else 'within'])
+                         verdict_md(v), f'median tick {fmt(wall / 1000)} ms wall, {fmt(one(cpu) / 1000 if cpu else None)} ms CPU',
+                         '-', f'{wall / 2000:.0f}x the target' if wall > 2000 else 'within'])
         # 4. issue 13: the load that moves
         if 'phases' in d and 'latency' in d['phases'] and 'static-best' in d['phases']:
             lat, best = d['phases']['latency'], d['phases']['static-best']
             dfl = d['phases'].get('default', {})
-            rat = []
+            prs = []
             for r in sorted(lat):
                 ref = [x for x in (dfl.get(r, {}).get('primary'), best.get(r, {}).get('primary')) if x]
                 if lat[r].get('primary') is not None and ref:
-                    rat.append(lat[r]['primary'] / min(ref))
-            t = mmm(rat)
-            if t[1] is not None:
+                    prs.append((lat[r]['primary'], min(ref)))
+            if prs:
+                e = self.ci(prs, False, target_max=0.90)
+                rat = [a / b for a, b in prs]
                 rows.append(['phases: latency at most 0.90 x min(kernel default, static-best) of the same round',
-                             'met' if t[1] <= 0.90 else 'NOT met',
-                             f'latency / min(default, static-best) {fr(t)}; vs default: latency '
-                             f'{fmt(med(self.ratios("phases", "latency")))}, static-best '
-                             f'{fmt(med(self.ratios("phases", "static-best")))} (median)',
-                             f'{abs(t[1] - 0.90) * 100 / 0.90:.1f}% {"within" if t[1] <= 0.90 else "above"} the target'])
+                             verdict_md(e.get('target')),
+                             f'latency / min(default, static-best) {med(rat):.3f} {ci_str(e)} '
+                             f'({min(rat):.3f}..{max(rat):.3f}); vs default: latency {self.rc("phases", "latency")}, '
+                             f'static-best {self.rc("phases", "static-best")}', self.aa_str('phases'),
+                             f'median {med(rat) / 0.90:.2f} x the limit'])
             pr = [x for x in self.values('phases', 'latency', 'phase_reaction_periods') if x is not None]
             if pr:
                 t = mmm(pr)
-                rows.append(['phases: phase change to the first action at most 2 sample periods (latency, median)',
-                             'met' if t[1] <= 2 else 'NOT met',
+                v, e = self.abs_target(pr, 2)
+                rows.append(['phases: phase change to the first action at most 2 sample periods (latency)',
+                             verdict_md(v),
                              f'{t[0]:.1f} / **{t[1]:.1f}** / {t[2]:.1f} periods (min/median/max of the rounds\' medians; '
+                             f'geometric mean {ci_str(e, 2)}; '
                              f'{fmt(med(self.values("phases", "latency", "phases_acted")), 0)} of 16 phases acted on)',
-                             ''])
+                             '-', ''])
         rows += self.target_rows_later()
         reac = []
         for w in self.workloads:
@@ -393,28 +560,28 @@ class Analysis:
         reac = [x for x in reac if x is not None]
         if reac:
             t = mmm(reac)
-            ok = t[1] <= 2
+            v, e = self.abs_target(reac, 2)
             rows.append(['reaction within 2 sample periods (latency mode: workload start to the first action)',
-                         'met' if ok else 'NOT met',
+                         verdict_md(v),
                          f'{t[0]:.1f} / **{t[1]:.1f}** / {t[2]:.1f} periods (min/median/max over '
-                         f'{len(reac)} runs that acted)',
-                         'see the note below the table'])
+                         f'{len(reac)} runs that acted); geometric mean {ci_str(e, 2)}',
+                         '-', 'see the note below the table'])
         return rows
 
     def to_best(self, w, c):
-        """per round: c against the better of default and static pinning
-        (static-best where the workload has several splits), as a time-like
-        ratio (> 1: worse), whichever way the workload's figure goes"""
+        """per round: (c, the better of default and static pinning) as a time-like pair
+        (static-best where the workload has several splits): ratio > 1 is worse, whichever
+        way the workload's figure goes"""
         runs, out = self.data[w].get(c, {}), []
         st = 'static-best' if 'static-best' in self.data[w] else 'static'
         for r in sorted(runs):
             x = runs[r].get('primary')
             refs = [self.data[w].get(b, {}).get(r, {}).get('primary') for b in ('default', st)]
             refs = [v for v in refs if v]
-            if x is None or not refs:
+            if not x or not refs:
                 continue
-            out.append(x / min(refs) if self.better(w) == 'lower' else max(refs) / x if x else None)
-        return [v for v in out if v is not None]
+            out.append((x, min(refs)) if self.better(w) == 'lower' else (max(refs), x))
+        return out
 
     def target_rows_later(self):
         """the targets of issues 12 (cost), 13 (load that moves), 14 (co-location)"""
@@ -423,16 +590,19 @@ class Analysis:
         r10k = [v for (n, t), v in real.items() if t == 10000]
         if r10k and one(r10k[0].get('cpu_pct')) is not None:
             share = one(r10k[0]['cpu_pct'])
+            vals = r10k[0]['cpu_pct'] if isinstance(r10k[0]['cpu_pct'], list) else [r10k[0]['cpu_pct']]
+            v, e = self.abs_target(vals, 2)
             rows.append(['12: steerd at most 2% of one CPU with 10,000 sleeping opted-in threads (real run)',
-                         'met' if share <= 2 else 'NOT met', f'{spread(r10k[0]["cpu_pct"])}% of one CPU',
-                         f'{share / 2:.2f} x the target (median)'])
+                         verdict_md(v), f'{spread(r10k[0]["cpu_pct"])}% of one CPU; geometric mean {ci_str(e, 3)}%',
+                         '-', f'{share / 2:.2f} x the target (median)'])
         if 'hb4cg' in d and 'latency' in d['hb4cg']:
-            sc = mmm(self.values('hb4cg', 'latency', 'steerd_cpu_pct'))
-            if sc[1] is not None:
-                rows.append(['12: steerd at most 0.5% of one CPU during hb4cg (latency)',
-                             'met' if sc[1] <= 0.5 else 'NOT met',
-                             f'{sc[0]:.2f} / **{sc[1]:.2f}** / {sc[2]:.2f}% of one CPU (min/median/max of the rounds)',
-                             f'{sc[1] / 0.5:.1f} x the target (median)'])
+            vals = [x for x in self.values('hb4cg', 'latency', 'steerd_cpu_pct') if x is not None]
+            if vals:
+                sc = mmm(vals)
+                v, e = self.abs_target(vals, 0.5)
+                rows.append(['12: steerd at most 0.5% of one CPU during hb4cg (latency)', verdict_md(v),
+                             f'{sc[0]:.2f} / **{sc[1]:.2f}** / {sc[2]:.2f}% of one CPU (min/median/max of the rounds); '
+                             f'geometric mean {ci_str(e, 2)}%', '-', f'{sc[1] / 0.5:.1f} x the target (median)'])
         big = self.cost.get('callgrind', {}).get((1024, 10000))
         if big and big.get('ir_tick') and big.get('ir_tick_max'):
             x = big['ir_tick_max'] / big['ir_tick']
@@ -443,50 +613,94 @@ class Analysis:
             if pl.get('wall_us_tick') and pl.get('wall_us_tick_max'):
                 plain = (f'; plain run: worst {fmt(pl["wall_us_tick_max"])} us, median {fmt(pl["wall_us_tick"])} us wall '
                          f'({pl["wall_us_tick_max"] / pl["wall_us_tick"]:.2f} x, {fmt(pl.get("plain_ticks"), 0)} ticks)')
+            v, _ = self.abs_target([x], 3)
             rows.append(['12: worst tick at most 3 x the median (fixture 1,024 CPUs x 10,000 threads, instructions)',
-                         'met' if x <= 3 else 'NOT met',
+                         verdict_md(v),
                          f'worst {fmt(big["ir_tick_max"])} Ir, median {fmt(big["ir_tick"])} Ir over '
-                         f'{fmt(big.get("ticks"), 0)} ticks{plain}', f'{x:.2f} x the median'])
+                         f'{fmt(big.get("ticks"), 0)} ticks{plain}', '-', f'{x:.2f} x the median'])
         if 'hb4cg' in d and 'latency' in d['hb4cg'] and 'static' in d['hb4cg']:
-            t = mmm(self.ratios('hb4cg', 'latency', base='static'))
-            if t[1] is not None:
-                rows.append(['13: hb4cg latency / static at most 1.02 (median)', 'met' if t[1] <= 1.02 else 'NOT met',
-                             f'latency/static {fr(t)}',
-                             f'{abs(t[1] - 1.02) * 100:.1f} points {"within" if t[1] <= 1.02 else "above"} the target'])
+            r = self.ratio_row('13: hb4cg latency / static at most 1.02', 'hb4cg', 'latency', 1.02, base='static')
+            if r:
+                rows.append(r)
         if 'tbench' in d and 'latency' in d['tbench']:
-            t = mmm(self.ratios('tbench', 'latency'))
-            if t[1] is not None:
-                low = sum(1 for x in self.ratios('tbench', 'latency') if x < 1.0)
-                rows.append(['13: tbench latency at least 1.00 x the kernel default in every round',
-                             'met' if low == 0 else 'NOT met', f'throughput ratio {fr(t)}',
-                             f'{low} of {len(self.ratios("tbench", "latency"))} rounds below 1.00'])
+            rs = self.ratios('tbench', 'latency')
+            if rs:
+                low = sum(1 for x in rs if x < 1.0)
+                r = self.ratio_row('13: tbench latency at least 1.00 x the kernel default (throughput)', 'tbench',
+                                   'latency', 1.00, at_most=False)
+                if r:
+                    r[4] = f'{low} of {len(rs)} rounds below 1.00; ' + r[4]
+                    rows.append(r)
         for w, goal in (('pipe', 0.10), ('hb1p', 0.75), ('msg', 1.00)):
-            if w in d and 'latency' in d[w]:
-                t = mmm(self.ratios(w, 'latency'))
-                if t[1] is not None:
-                    st = mmm(self.ratios(w, 'static')) if 'static' in d[w] else (None, None, None)
-                    rows.append([f'14: {w} latency at most {goal:.2f} x the kernel default',
-                                 'met' if t[1] <= goal else 'NOT met',
-                                 f'ratio {fr(t)}' + (f'; static by hand {st[1]:.3f} (median)' if st[1] else ''),
-                                 f'{t[1] / goal:.2f} x the target (median)'])
-        tb = [(w, mmm(self.to_best(w, 'latency'))) for w in self.workloads if 'latency' in d[w]]
-        tb = [(w, t) for w, t in tb if t[1] is not None]
+            if w in d and 'latency' in d[w] and self.ratios(w, 'latency'):
+                r = self.ratio_row(f'14: {w} latency at most {goal:.2f} x the kernel default', w, 'latency', goal,
+                                   extra=(f'static by hand {self.rc(w, "static")}' if 'static' in d[w] else ''))
+                if r:
+                    rows.append(r)
+        tb = []
+        for w in self.workloads:
+            if 'latency' not in d[w]:
+                continue
+            prs = self.to_best(w, 'latency')
+            if prs:
+                tb.append((w, prs, self.ci(prs, False, target_max=1 + HARM)))
         if tb:
-            bad = [(w, t) for w, t in tb if t[1] > 1.02]
-            rows.append(['14: every workload at most 1.02 x min(kernel default, static) in latency mode (median)',
-                         'met' if not bad else 'NOT met',
-                         '; '.join(f'{w} {t[1]:.3f}' for w, t in tb),
-                         f'{len(bad)} of {len(tb)} workloads above: ' + ', '.join(w for w, _ in bad) if bad else 'all within'])
+            res = [e.get('target', "can't tell") for _, _, e in tb]
+            bad = [w for (w, _, _), r in zip(tb, res) if r == 'missed']
+            open_ = [w for (w, _, _), r in zip(tb, res) if r not in ('met', 'missed')]
+            rows.append(['14: every workload at most 1.02 x min(kernel default, static) in latency mode',
+                         verdict_md(combine(res)),
+                         '; '.join(f'{w} {med([a / b for a, b in p]):.3f} {ci_str(e)}' for w, p, e in tb),
+                         'see the A/A table',
+                         (f'missed: {", ".join(bad)}' if bad else 'none missed')
+                         + (f'; can\'t tell: {", ".join(open_)}' if open_ else '')])
         return rows
+
+    def aa_rows(self):
+        """per workload: default-aa / default, its interval and whether it excludes 1.00"""
+        rows = []
+        for w in self.workloads:
+            e = self.aa(w)
+            if e is None:
+                continue
+            rows.append((w, e))
+        return rows
+
+    def aa_section(self):
+        self.w('## The A/A row: the noise floor of this run')
+        self.w()
+        rows = self.aa_rows()
+        if not rows:
+            self.w(f'**No A/A row in this run**: it has no `{AA}` configuration (the kernel default a second time, '
+                   'in the same rounds), so the noise floor of its intervals is unknown. Every interval below '
+                   'still holds as a statement about these rounds, but nothing here checks that the method '
+                   'itself finds no difference where there is none.')
+            self.w()
+            return
+        self.table(['workload', f'{AA} / default: median [95% interval] (min..max)', 'excludes 1.00', 'sd of log ratio',
+                    'rounds'],
+                   [[w, self.rc(w, AA, mm=True), '**yes**' if excludes_one(e) else 'no',
+                     f'{100 * e["sd_log"]:.1f}%' if e.get('sd_log') is not None else 'n/a', e['n']] for w, e in rows])
+        self.w('The kernel default run twice in each round: its two runs differ only by chance and by their place '
+               'in the round, so this interval should contain 1.00. Where it does not, the rounds carry a bias '
+               'larger than the intervals admit (the order of the runs, a drift of the machine, other work), and '
+               'the run is unreliable for that workload.')
+        self.w()
 
     def targets(self):
         self.w('## Targets (issue 6; 12, 13, 14 as numbered)')
         self.w()
         rows = self.target_rows()
         if rows:
-            self.table(['target', 'verdict', 'measured', 'by how much'], rows)
+            self.table(['target', 'verdict', 'measured: median [95% interval] (min..max)', 'A/A of the workload',
+                        'by how much'], rows)
         self.w('Ratios are paired: each configuration\'s figure divided by the kernel default\'s of the same '
-               'round (the two ran next to each other), then min / **median** / max over the rounds. '
+               'round, shown as the median of the rounds and the 95% interval of the ratio '
+               '(`steerd-ratio-ci`: a Student t interval on the log ratios of the rounds, see docs/BENCHMARKS.md '
+               '"How to read an interval"). A target is **met** when the whole interval lies within its limit, '
+               '**missed** when the whole interval lies beyond it, and can\'t tell otherwise: more rounds are '
+               'needed. Figures measured once per round rather than as ratios (steerd\'s CPU share, reaction '
+               'times) are judged by the interval of their geometric mean over the rounds. '
                'A time or latency ratio below 1 is better; a throughput ratio above 1 is better. '
                'The reaction time runs from the start of the workload, so it includes the time the '
                'smoothed signals (half-life 200 ms) need to cross the thresholds, not only steerd\'s '
@@ -513,7 +727,7 @@ class Analysis:
                 if c not in self.data[w]:
                     continue
                 prim = med(self.values(w, c, 'primary'))
-                rat = mmm(self.ratios(w, c)) if c != 'default' else (1, 1, 1)
+                e = self.est(w, c) if c != 'default' else None
                 mig = med(self.values(w, c, 'migrations'))
                 mr = med(self.ratios(w, c, 'migrations')) if c != 'default' else 1
                 cs = med(self.values(w, c, 'ctxsw'))
@@ -524,10 +738,12 @@ class Analysis:
                     a = {k: med(self.values(w, c, 'act_' + k)) for k in ['window', 'sticky', 'balance', 'restore', 'guard']}
                     acts = ' / '.join(fmt(a[k], 0) if a[k] is not None else '0' for k in a)
                 rea = med(self.values(w, c, 'reaction_ms'))
-                rows.append([c, fmt(prim), fr(rat) if c != 'default' else '1', f'{fmt(mig)} ({fmt(mr)})',
+                rows.append([c, fmt(prim), self.rc(w, c, mm=True) if c != 'default' else '1',
+                             e['verdict'] if e else '-', f'{fmt(mig)} ({fmt(mr)})',
                              f'{fmt(cs)} ({fmt(cr)})', fmt(sc) if sc is not None else '-', acts,
                              fmt(rea, 0) if rea is not None else '-'])
-            self.table(['config', f'median {FIGURE.get(w, "")} ({self.unit(w)})', 'ratio min / median / max',
+            self.table(['config', f'median {FIGURE.get(w, "")} ({self.unit(w)})',
+                        'ratio: median [95% interval] (min..max)', 'verdict (2% margin)',
                         'migrations (ratio)', 'context switches (ratio)', 'steerd CPU %',
                         'actions: window / sticky / balance / restore / guard revert', 'first action (ms)'],
                        rows)
@@ -537,11 +753,11 @@ class Analysis:
                     if c not in self.data[w]:
                         continue
                     rows.append([c] + [fmt(med(self.values(w, c, k))) for k in ['lat_p50_us', 'lat_p99_us', 'lat_max_us']]
-                                + [fr(mmm(self.ratios(w, c, k))) if c != 'default' else '1'
+                                + [self.rc(w, c, k) if c != 'default' else '1'
                                    for k in ['lat_p50_us', 'lat_max_us']]
                                 + [fmt(med(self.values(w, c, 'noise_bogo_ops_s'))),
-                                   fr(mmm(self.ratios(w, c, 'noise_bogo_ops_s'))) if c != 'default' else '1',
-                                   fr(mmm(self.ratios(w, c, 'noise_bogo_ops_cpu_s'))) if c != 'default' else '1',
+                                   self.rc(w, c, 'noise_bogo_ops_s') if c != 'default' else '1',
+                                   self.rc(w, c, 'noise_bogo_ops_cpu_s') if c != 'default' else '1',
                                    fmt(med(self.values(w, c, 'foreign_cpu_pct')))])
                 self.table(['config', 'p50 (us)', 'p99 (us)', 'max (us)', 'p50 ratio', 'max ratio',
                             'noise bogo ops/s (not opted in)', 'noise ratio', 'noise ops per CPU s, ratio',
@@ -552,7 +768,7 @@ class Analysis:
                 self.w()
             if w == 'phases' and 'static-best' in self.data[w]:
                 for c in [x for x in self.steerd_cfgs if x in self.data[w]]:
-                    self.w(f'{c} / static-best, paired: {fr(mmm(self.ratios(w, c, base="static-best")))}.')
+                    self.w(f'{c} / static-best, paired: {self.rc(w, c, base="static-best", mm=True)}.')
                 self.w()
                 ph = sorted({k for c in self.data[w] for r in self.data[w][c].values() for k in r
                              if k.startswith('phase') and k.endswith('_s')}, key=lambda k: int(k[5:-2]))
@@ -561,7 +777,7 @@ class Analysis:
                     self.table(['phase'] + cfgs,
                                [[k[5:-2]] + [fmt(med(self.values(w, c, k))) for c in cfgs] for k in ph])
             if w == 'hb4cg' and 'static' in self.data[w] and 'latency' in self.data[w]:
-                self.w(f'latency / static, paired: {fr(mmm(self.ratios(w, "latency", base="static")))}.')
+                self.w(f'latency / static, paired: {self.rc(w, "latency", base="static", mm=True)}.')
                 self.w()
 
     def behaviour(self):
@@ -578,13 +794,14 @@ class Analysis:
                 rs = sum(x or 0 for x in self.values(w, c, 'act_restore'))
                 runs = len(self.values(w, c, 'primary'))
                 r = med(self.ratios(w, c))
+                e = self.est(w, c)
                 if a == 0:
-                    notes.append(f'- {w}, {c}: no action in {runs} runs (ratio {fmt(r)}).')
+                    notes.append(f'- {w}, {c}: no action in {runs} runs (ratio {self.rc(w, c)}).')
                     continue
                 s = (f'- {w}, {c}: {a:.0f} actions in {runs} runs, {g:.0f} reverted by the guard, '
-                     f'{rs:.0f} other restores; median ratio {fmt(r)} ({pct_change(r, self.better(w))})')
-                if self.harm(w, r):
-                    s += ' **: the actions hurt**'
+                     f'{rs:.0f} other restores; ratio {self.rc(w, c)} ({pct_change(r, self.better(w))} in the median)')
+                if e.get('verdict') == 'worse':
+                    s += ' **: the actions hurt** (the interval lies beyond 2% worse)'
                 if g:
                     s += f'; the guard reverted {100 * g / a:.0f}% of them'
                 notes.append(s + '.')
@@ -783,13 +1000,13 @@ class Analysis:
             for w in self.workloads:
                 rows.append([w] + [fmt(med(self.values(w, c, 'foreign_cpu_pct'))) for c in self.configs])
             self.table(['workload'] + [f'{c}: median foreign %' for c in self.configs], rows)
-        obs = [(w, mmm(self.ratios(w, 'observe'))) for w in self.workloads if 'observe' in self.data[w]]
-        obs = [(w, t) for w, t in obs if t[1] is not None]
+        obs = [w for w in self.workloads if 'observe' in self.data[w] and self.ratios(w, 'observe')]
         if obs:
-            self.w('steerd observe changes no mask, so its spread around 1 is the noise plus what steerd\'s own '
-                   'sampling costs the workload: '
-                   + '; '.join(f'{w} {t[0]:.3f}..{t[2]:.3f}' for w, t in obs) + '. Where even the best round of '
-                   'observe is worse than the default, it is steerd\'s presence, not noise.')
+            self.w('steerd observe changes no mask, so it differs from the default by the noise plus what steerd\'s '
+                   'own sampling costs the workload: '
+                   + '; '.join(f'{w} {self.rc(w, "observe")}' for w in obs) + '. Where its interval lies above 1.00 '
+                   '(below, for throughput) while the A/A interval of the same workload contains 1.00, it is '
+                   'steerd\'s presence, not noise.')
             self.w()
 
     def method(self):
@@ -804,6 +1021,15 @@ class Analysis:
                'cyclictest: thread i on CPU i (`-a`); tbench: one server+client pair per CPU). '
                '**MODE-nocoloc** = that mode with issue 14\'s co-location off (`Consolidate=no`, '
                '`WakeGroups=no`, `StickyPairWakeups=0`), where the run has it.')
+        self.w(f'- **{AA}** = the kernel default a second time in the same round (the A/A pair): its ratio to '
+               '`default` should be 1.00 and measures the noise of the method itself. The configurations of a '
+               'round run in an order shuffled per round and workload (`--seed`), so no configuration always '
+               'follows the same one.')
+        self.w('- Intervals: `steerd-ratio-ci` on the pairs (configuration, default) of the rounds: the mean of '
+               'the log ratios with a Student t interval (95%), mapped back; the point shown is the median of '
+               'the paired ratios (the interval is centred on their geometric mean). Verdicts: better = the '
+               'interval lies below 1.00 (above, for throughput); worse = beyond 2% worse; same = within 2% '
+               'either way; can\'t tell otherwise.')
         self.w('- Every workload runs in cpuset v1 cgroups created for the run (all CPUs unless static) and removed '
                'after it; the cyclictest noise runs in a cgroup that is never opted in.')
         self.w('- cpu-migrations and context-switches: `perf stat -a` (system wide, so they include other work on '
@@ -818,7 +1044,8 @@ class Analysis:
     def write_summary_csv(self):
         with open(os.path.join(self.out, 'summary.csv'), 'w', newline='') as f:
             wr = csv.writer(f)
-            wr.writerow(['workload', 'config', 'metric', 'median', 'ratio_min', 'ratio_median', 'ratio_max', 'runs'])
+            wr.writerow(['workload', 'config', 'metric', 'median', 'ratio_min', 'ratio_median', 'ratio_max', 'runs',
+                         'ratio_geomean', 'ci_low', 'ci_high', 'verdict'])
             for w in self.workloads:
                 for c in self.configs:
                     if c not in self.data[w]:
@@ -827,8 +1054,11 @@ class Analysis:
                     for k in metrics:
                         v = self.values(w, c, k)
                         t = mmm(self.ratios(w, c, k)) if c != 'default' else (None, None, None)
+                        e = self.est(w, c, k) if c != 'default' and self.pairs(w, c, k) else {}
                         wr.writerow([w, c, k, med(v)] + [None if x is None else round(x, 4) for x in t]
-                                    + [len([x for x in v if x is not None])])
+                                    + [len([x for x in v if x is not None])]
+                                    + [None if e.get(x) is None else round(e[x], 4) for x in ('ratio', 'ci_low', 'ci_high')]
+                                    + [e.get('verdict')])
 
     def plots(self):
         done = set()
@@ -838,20 +1068,25 @@ class Analysis:
         if ws:
             gp = ['set terminal pngcairo size 1500,900 font "sans,10" noenhanced', 'set output "ratios.png"',
                   f'set multiplot layout {2 if len(ws) > 3 else 1},{min(3, len(ws))} '
-                  'title "steerd benchmarks: figure / kernel default, paired per round (bar from 1 to the median; whiskers: min..max; red: 2% worse)"',
+                  'title "steerd benchmarks: figure / kernel default, paired per round (bar from 1 to the median; whiskers: 95% interval; red: 2% worse)"',
                   'set style fill solid 0.5 border -1', 'set boxwidth 0.6', 'set grid ytics', 'set xrange [-0.6:%g]' % (len(cfgs) - 0.4),
                   'unset key']
             for w in ws:
                 fn = f'ratio-{w}.dat'
                 with open(os.path.join(out, fn), 'w') as f:
-                    f.write('# config min median max\n')
+                    f.write('# config ci_low median ci_high min max\n')
                     for c in cfgs:
                         t = mmm(self.ratios(w, c))
-                        if t[1] is None:
-                            t = ('NaN',) * 3
-                        f.write(f'{c} {t[0]} {t[1]} {t[2]}\n')
+                        e = self.est(w, c) if t[1] is not None else {}
+                        lo, hi = e.get('ci_low'), e.get('ci_high')
+                        if lo is None:      # one round: no interval, the bar alone
+                            lo = hi = t[1]
+                        row = [lo, t[1], hi, t[0], t[2]]
+                        f.write(c + ' ' + ' '.join('NaN' if x is None else f'{x:.6g}' for x in row) + '\n')
                 lim = 1 + HARM if self.better(w) == 'lower' else 1 - HARM
                 vals = [x for c in cfgs for x in self.ratios(w, c)] + [1, lim]
+                vals += [e[k] for c in cfgs if self.ratios(w, c) for e in [self.est(w, c)]
+                         for k in ('ci_low', 'ci_high') if e.get(k) is not None]
                 lo, hi = min(vals), max(vals)
                 pad = (hi - lo) * 0.15 + 0.02
                 gp += [f'set title "{NAMES.get(w, w)}\\n{FIGURE.get(w, "")} ratio, {self.better(w)} is better"',
@@ -967,7 +1202,27 @@ def dur(s):
 
 
 def main():
-    Analysis(sys.argv[1]).run()
+    args = sys.argv[1:]
+    tool_arg = None
+    if len(args) >= 2 and args[0] == '--ratio-ci':
+        tool_arg, args = args[1], args[2:]
+    elif args and args[0].startswith('--ratio-ci='):
+        tool_arg, args = args[0].split('=', 1)[1], args[1:]
+    if len(args) != 1:
+        print('usage: analyze.py [--ratio-ci PATH] OUTDIR', file=sys.stderr)
+        sys.exit(2)
+    out = args[0]
+    tool, tried = find_ratio_ci(tool_arg)
+    if tool is None:
+        msg = ('steerd-ratio-ci not found (tried: ' + ', '.join(tried) + '). Every ratio and verdict of the report '
+               'comes from it; build it with `cmake --build build-bench --target steerd-ratio-ci` (or build/), '
+               'or name it with --ratio-ci PATH or STEERD_RATIO_CI=PATH, then rerun '
+               f'`tests/bench/analyze.py {out}`.')
+        with open(os.path.join(out, 'REPORT.md'), 'w') as f:
+            f.write('# steerd benchmarks: no report\n\n**' + msg + '**\n\nThe raw figures are in raw.csv.\n')
+        print('analyze: error: ' + msg, file=sys.stderr)
+        sys.exit(1)
+    Analysis(out, RatioCI(tool)).run()
 
 
 if __name__ == '__main__':

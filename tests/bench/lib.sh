@@ -10,6 +10,17 @@ BENCH_PACKAGES=(rt-tests linux-perf dbench gnuplot-nox stress-ng valgrind python
 say() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
+# shuffle_seeded SEED ITEM...: the items in an order drawn from SEED (a
+# string), on one line: the same seed gives the same order on any machine
+# (Python's random.Random seeded with a string hashes it with SHA-512, and
+# its shuffle has been the same since Python 3.2).
+shuffle_seeded() {
+        python3 -c 'import random, sys
+items = sys.argv[2:]
+random.Random(sys.argv[1]).shuffle(items)
+print(" ".join(items))' "$@"
+}
+
 # steerd_install_packages PKG... (apt-get install of only what dpkg-query
 # says is missing) and steerd's build package list.
 . "$BENCH_TOP/scripts/lib.sh"

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# steerd benchmarks (issue 6): the seed workloads under kernel default,
-# steerd observe / latency / balanced and static per-group pinning, side by
-# side (A B C D E A B C D E ...), plus what steerd costs; writes a Markdown
-# report, gnuplot PNGs and the raw figures (CSV) into the results folder.
+# steerd benchmarks (issue 6): the seed workloads under kernel default (twice:
+# default and default-aa, the A/A pair that measures the run's noise), steerd
+# observe / latency / balanced and static per-group pinning, side by side in
+# rounds (each round runs every configuration once per workload, in an order
+# shuffled per round from --seed), plus what steerd costs; writes a Markdown
+# report with 95% intervals (steerd-ratio-ci), gnuplot PNGs and the raw
+# figures (CSV) into the results folder.
 #
-#   tests/bench/run.sh [--quick] [--reps N] [--out DIR]
+#   tests/bench/run.sh [--quick] [--reps N] [--seed N] [--out DIR]
 #
 # Run as root on the benchmark machine (it creates cpuset cgroups, runs
 # steerd, perf stat -a). Installs the Debian packages it needs, builds steerd
@@ -17,11 +20,17 @@ usage() {
         cat <<EOF
 usage: tests/bench/run.sh [OPTIONS]
 
-  --quick            short loops, one repetition, small cost sweep (~4 min)
-  --reps N           repetitions of the whole side-by-side round (default 5; --quick: 1)
+  --quick            an interval for ONE workload (hb4cg unless --workloads names
+                     another): default, default-aa, latency, 8 rounds, no cost
+                     measurements, the longer workload sizes of the runs before
+                     issue 30 (hb4cg: ~8 min; every workload within 10 min)
+  --reps N           rounds (default 8, also with --quick)
+  --seed N           seed of the per-round shuffle of the configurations (default:
+                     random; printed in meta.txt: the same seed gives the same order)
   --out DIR          results folder (default tests/bench/results/latest)
   --workloads LIST   comma-separated subset of: ${WORKLOADS[*]}
-  --configs LIST     comma-separated subset of: default observe latency balanced static;
+  --configs LIST     comma-separated subset of: default default-aa observe latency balanced
+                     static (default-aa: the kernel default again, the A/A pair);
                      experiments may add variants of the steerd modes: MODE-nodbg (steerd
                      without debugfs, in its own mount namespace), MODE-noguard
                      (GuardWindowMs=0), MODE-nocoloc (issue 14's co-location off:
@@ -39,12 +48,13 @@ EOF
 }
 
 ARGS_SEEN="$*"
-QUICK=0 REPS= OUT= ONLY_W= ONLY_C= DO_COST=1 DO_MATRIX=1 BUILD=1 PERIOD=100
+QUICK=0 REPS= OUT= ONLY_W= ONLY_C= DO_COST=1 DO_MATRIX=1 BUILD=1 PERIOD=100 SEED=
 POLICY_EXTRA=()
 while [ $# -gt 0 ]; do
         case $1 in
         --quick) QUICK=1 ;;
         --reps) REPS=$2; shift ;;
+        --seed) SEED=$2; shift ;;
         --out) OUT=$2; shift ;;
         --workloads) ONLY_W=$2; shift ;;
         --configs) ONLY_C=$2; shift ;;
@@ -61,19 +71,29 @@ done
 [ "$(id -u)" -eq 0 ] || die "run as root (cpuset cgroups, perf stat -a, steerd)"
 [ -n "$CPUSET" ] || die "no cgroup v1 cpuset hierarchy mounted; the benchmarks steer cpuset v1 cgroups"
 
+[ -z "$REPS" ] || [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "--reps: '$REPS' is not a positive number"
+[ -z "$SEED" ] || [[ $SEED =~ ^[0-9]+$ ]] || die "--seed: '$SEED' is not a number"
+: "${REPS:=8}"
+: "${SEED:=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
+# Sizes (docs/BENCHMARKS.md "How long a run takes" has the arithmetic).
+# Full run: 8 rounds of 50 runs (6 configurations, phases 8 with its static
+# splits) plus the cost section within 45 min: about 4 s a run.
+HB4_LOOPS=5000 HB1_LOOPS=3000 MSG_ITERS=2 PIPE_LOOPS=60000 CYC_SECONDS=3 TB_SECONDS=3 TB_CLIENTS=1
+PH_LOOPS=500 RING_HOPS=200000
+CONFIGS=(default default-aa observe latency balanced static)
 if [ "$QUICK" = 1 ]; then
-        : "${REPS:=1}"
-        HB4_LOOPS=4000 HB1_LOOPS=3000 MSG_ITERS=2 PIPE_LOOPS=100000 CYC_SECONDS=4 TB_SECONDS=4 TB_CLIENTS=1
-        PH_LOOPS=2000 RING_HOPS=300000
-else
-        : "${REPS:=5}"
+        # One workload, three configurations, 8 rounds, within 10 min: room for
+        # the sizes of the full runs before issue 30 (phases: half of them).
         HB4_LOOPS=20000 HB1_LOOPS=12000 MSG_ITERS=5 PIPE_LOOPS=300000 CYC_SECONDS=10 TB_SECONDS=10 TB_CLIENTS=1
-        PH_LOOPS=4000 RING_HOPS=1000000
+        PH_LOOPS=2000 RING_HOPS=1000000
+        CONFIGS=(default default-aa latency)
+        DO_COST=0
+        WORKLOADS=(hb4cg)
 fi
 OUT=${OUT:-$BENCH_DIR/results/latest}
-CONFIGS=(default observe latency balanced static)
 [ -n "$ONLY_C" ] && IFS=, read -ra CONFIGS <<<"$ONLY_C"
 [ -n "$ONLY_W" ] && IFS=, read -ra WORKLOADS <<<"$ONLY_W"
+[ "$QUICK" = 0 ] || [ "${#WORKLOADS[@]}" = 1 ] || die "--quick measures one workload; --workloads names ${#WORKLOADS[@]}"
 
 START=$(date +%s)
 mkdir -p "$OUT"
@@ -93,10 +113,16 @@ if [ "$BUILD" = 1 ]; then
         # CMAKE_C_FLAGS= clears what an older build-bench/ may have cached.
         cmake -S "$BENCH_TOP" -B "$BENCH_TOP/build-bench" -DCMAKE_BUILD_TYPE=Release \
                 -DCMAKE_C_FLAGS= >"$LOGS/build.log" 2>&1 &&
-                make -C "$BENCH_TOP/build-bench" -j"$NCPU" steerd steerctl steerd-test-load >>"$LOGS/build.log" 2>&1 ||
+                make -C "$BENCH_TOP/build-bench" -j"$NCPU" steerd steerctl steerd-test-load steerd-ratio-ci >>"$LOGS/build.log" 2>&1 ||
                 die "build failed, see $LOGS/build.log"
 fi
 [ -x "$STEERD" ] || die "no $STEERD (build it, or drop --no-build)"
+# The report's intervals come from steerd-ratio-ci (analyze.py finds it the same way): fail now, not after the run.
+RATIO_CI=${STEERD_RATIO_CI:-}
+[ -n "$RATIO_CI" ] || for RATIO_CI in "$BENCH_TOP/build-bench/steerd-ratio-ci" "$BENCH_TOP/build/steerd-ratio-ci"; do
+        [ -x "$RATIO_CI" ] && break
+done
+[ -x "$RATIO_CI" ] || die "no steerd-ratio-ci for the report's intervals (build it, or drop --no-build, or set STEERD_RATIO_CI)"
 PERF_OK=1
 perf bench sched pipe -l 1000 >/dev/null 2>&1 || PERF_OK=0
 PERF_HW=$(perf stat -x, -e instructions true 2>&1 | grep -q 'not supported' && echo no || echo yes)
@@ -130,6 +156,7 @@ noise_setup
         echo "runnable_source=$("$STEERD" --once --interval 100 2>/dev/null | awk -F'runnable from: ' '/runnable from/ {print $2}')"
         echo "quick=$QUICK"
         echo "reps=$REPS"
+        echo "seed=$SEED"
         echo "period_ms=$PERIOD"
         echo "policy_extra=${POLICY_EXTRA[*]:-}"
         echo "configs=${CONFIGS[*]}"
@@ -246,24 +273,33 @@ run_one() { # REP ORDER WORKLOAD CONFIG
 }
 
 # ---- the side-by-side matrix ----
+# Each round runs every workload under every configuration (static expanded
+# into the workload's static variants); within a round and workload the
+# configurations run in an order shuffled from the seed and the round
+# (shuffle_seeded, lib.sh): the same --seed gives the same order. The order
+# is in meta.txt (order_rREP_W) and in raw.csv's order column.
 if [ "$DO_MATRIX" = 1 ]; then
         echo "rep,order,workload,config,metric,value" >"$RAW"
-        say "matrix: ${#WORKLOADS[@]} workloads x ${#CONFIGS[@]} configurations x $REPS repetitions"
+        say "matrix: ${#WORKLOADS[@]} workloads x ${#CONFIGS[@]} configurations x $REPS rounds, seed $SEED"
         order=0
         for rep in $(seq "$REPS"); do
                 for w in "${WORKLOADS[@]}"; do
                         [ "$w" = msg ] || [ "$w" = pipe ] && [ "$PERF_OK" = 0 ] && continue
+                        units=()
                         for cfg in "${CONFIGS[@]}"; do
                                 local_cfgs=("$cfg")
                                 if [ "$cfg" = static ]; then
                                         eval "variants=(\"\${${w}_STATICS[@]:-}\")"
                                         [ -z "${variants[0]}" ] || local_cfgs=("${variants[@]/#/static-}")
                                 fi
-                                for c in "${local_cfgs[@]}"; do
-                                        order=$((order + 1))
-                                        run_one "$rep" "$order" "$w" "$c"
-                                        sleep 0.5
-                                done
+                                units+=("${local_cfgs[@]}")
+                        done
+                        read -ra units <<<"$(shuffle_seeded "$SEED:$rep:$w" "${units[@]}")"
+                        echo "order_r${rep}_$w=${units[*]}" >>"$OUT/meta.txt"
+                        for c in "${units[@]}"; do
+                                order=$((order + 1))
+                                run_one "$rep" "$order" "$w" "$c"
+                                sleep 0.5
                         done
                 done
         done

@@ -9,7 +9,11 @@
 # The primary figure is the metric "primary".
 #
 # Sizes come from run.sh (full or --quick): HB4_LOOPS, HB1_LOOPS, MSG_ITERS,
-# PIPE_LOOPS, RING_HOPS, CYC_SECONDS, TB_SECONDS, TB_CLIENTS, PH_LOOPS.
+# PIPE_LOOPS, RING_HOPS, CYC_SECONDS, TB_SECONDS, TB_CLIENTS, PH_LOOPS. The
+# full run's are short (about 4 s a run: 8 rounds in 45 min), --quick's the
+# longer ones of the runs before; docs/BENCHMARKS.md "How long a run takes".
+# A configuration that is neither a steerd mode nor static* (default,
+# default-aa) runs the workload with no steerd and no pinning.
 #
 # A workload with W_STATICS runs the static configuration once per variant
 # (static-V for each V), wl_W_static I N static-V giving the CPUs; the report
