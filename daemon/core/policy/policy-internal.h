@@ -176,6 +176,7 @@ typedef struct CgroupState {
         Layer window; /* the scan window, on top of home */
         int window_llc;
         bool window_consolidated;       /* the window was placed below overload (consolidation) */
+        uint64_t window_since_us;       /* when the window held now was set (from none) */
         ConsolidateLook consolidate;    /* the last look below overload, for policy_explain() */
         uint64_t window_short_since_us; /* overloaded and the window too small since; 0: it is not */
         Departure left;                 /* its last whole-cgroup balance move */
@@ -360,6 +361,12 @@ bool policy_grouped(ThreadState *const *set, size_t n, const ThreadState *t);
  * under TCG was pinned alone by stickiness on the ticks its group was not
  * seen and given back on the ticks it was, for 40 s (issue 30). */
 #define GROUP_MEMORY_US (15 * USEC_PER_SEC)
+/* A window on an LLC that calmed down is given back only once it has been
+ * held this long: confined, a cgroup runs less and its LLC looks calm
+ * because of the window itself (the guest check's rings: windowed, given
+ * back as calm, windowed again every 1 to 3 s for a minute). Harm is the
+ * guard's to undo, at once; calm is no harm. */
+#define WINDOW_CALM_HOLD_US (10 * USEC_PER_SEC)
 bool policy_grouped_recently(const PolicyCtx *ctx, const ThreadState *t);
 /* Σ wait and Σ util of the group's pinned members: the guard judges a
  * group on its lead by the group's wait per CPU received. Not by its

@@ -535,6 +535,8 @@ static int widen_all(PolicyCtx *ctx, const WindowDomain *dom, bool small, const 
                                 return r;
                         if (r > 0)
                                 continue;
+                        if (ctx->now_us < c->window_since_us + WINDOW_CALM_HOLD_US)
+                                continue;
                 }
                 if (small)
                         snprintf(reason, sizeof(reason), "%s weight %u < MinLLCCPUs %u", dom->label,
