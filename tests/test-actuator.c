@@ -1278,8 +1278,8 @@ static void prop_check(MaskProp *m, const char *when) {
                 assert_int_equal(thread_get_affinity(l->w[i].tid, &s), 0);
                 assert_int_equal(cpuset_format(s, &got), 0);
                 if (!streq(got, m->operator[i]))
-                        fail_msg("seed %u, %s: worker %zu has '%s', its operator set '%s'; steps: %s", m->seed,
-                                 when, i, got, m->operator[i], m->trace);
+                        fail_msg("seed %u, %s: worker %zu has '%s', its operator set '%s'; steps: %s",
+                                 m->seed, when, i, got, m->operator[i], m->trace);
                 free(got);
         }
         char *cg = cg_read(l->dir, "cpuset.cpus");
@@ -1348,8 +1348,8 @@ static void test_live_operator_mask_property(void **state) {
                                 break;
                         case 5:
                                 snprintf(buf, sizeof(buf), "give back w%zu", w);
-                                apply_one(l->a, snap, ACTION_RESTORE, l->name, l->w[w].tid, l->w[w].starttime,
-                                          l->both, &rep);
+                                apply_one(l->a, snap, ACTION_RESTORE, l->name, l->w[w].tid,
+                                          l->w[w].starttime, l->both, &rep);
                                 break;
                         case 6:
                                 snprintf(buf, sizeof(buf), "tick");

@@ -385,6 +385,80 @@ static void test_group_full_core_held(void **unused) {
         world_done(&w);
 }
 
+/* A group let go for outgrowing its one core reads under a core again once
+ * free (its threads ran less while confined): its next placement holds
+ * more than the core it outgrew, not that core again (the guest check's
+ * ring: one core, let go, one core again, let go, then two: five changes
+ * in four seconds). */
+static void test_group_outgrown_placed_wider(void **unused) {
+        (void) unused;
+        World w;
+        _cleanup_(freep) char *a = NULL;
+
+        world_init(&w, 1, 4);
+        add_mesh(&w, 800, 3, 0, 330, 5000);
+        add_mesh(&w, 803, 3, 1, 330, 5000);
+        assert_int_equal(run(&w, 2, ACTION_SET_THREAD_CPUS), 6);
+        assert_int_equal(hwloc_bitmap_weight(w.m[0].allowed), 1);
+        for (size_t i = 0; i < 3; i++) {
+                w.m[i].util = 345;
+                w.m[i].wait = 400;
+        }
+        {
+                _cleanup_plan_ Plan *plan = world_step(&w);
+                const Action *x = plan_find_any(plan, CG, 800);
+                assert_non_null(x);
+                assert_int_equal(x->kind, ACTION_RESTORE);
+                assert_non_null(strstr(x->reason, "outgrew its cores"));
+        }
+        /* Free again, it reads what fits one core. */
+        for (size_t i = 0; i < 3; i++) {
+                w.m[i].util = 330;
+                w.m[i].wait = 0;
+        }
+        size_t pins = run(&w, (unsigned) (w.st.min_residency_ms * USEC_PER_MSEC / TICK_US) + 4,
+                          ACTION_SET_THREAD_CPUS);
+        assert_int_equal(pins, 3);
+        assert_true(together(&w, 0, 3, &a));
+        if (hwloc_bitmap_weight(w.m[0].allowed) < 2)
+                fail_msg("placed again on %s: the one core it outgrew", a);
+        world_done(&w);
+}
+
+/* Who wakes whom's figures come and go from tick to tick: a ring's
+ * partners seen on every other tick only. Its threads belong to their
+ * group all along: no pin of one thread alone, nothing pinned and given
+ * back by turns (issue 30: three threads pinned and given back on
+ * alternate ticks for 40 s in the guest check). */
+static void test_group_seen_by_turns_no_flap(void **unused) {
+        (void) unused;
+        World w;
+        unsigned n_saved[3], changes[3] = {};
+
+        world_init(&w, 1, 8);
+        add_mesh(&w, 700, 3, 0, 300, 300); /* one ring: a single group stays where it runs */
+        for (size_t i = 0; i < 3; i++) {
+                n_saved[i] = w.m[i].n_partners;
+        }
+        for (unsigned k = 0; k < 60; k++) {
+                for (size_t i = 0; i < 3; i++)
+                        w.m[i].n_partners = k % 2 ? 0 : n_saved[i];
+                _cleanup_plan_ Plan *plan = world_step(&w);
+                for (size_t x = 0; x < plan->n_actions; x++) {
+                        const Action *act = &plan->actions[x];
+                        if (act->tid == 0)
+                                continue;
+                        size_t i = (size_t) (act->tid - 700);
+                        assert_true(i < 3);
+                        changes[i]++;
+                }
+        }
+        for (size_t i = 0; i < 3; i++)
+                if (changes[i] > 0)
+                        fail_msg("tid %d changed %u times in 60 ticks", 700 + (int) i, changes[i]);
+        world_done(&w);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_two_pingpongs_two_pairs),
@@ -395,6 +469,8 @@ int main(void) {
                 cmocka_unit_test(test_group_reverted_by_wait),
                 cmocka_unit_test(test_rings_sticky_then_grouped),
                 cmocka_unit_test(test_group_full_core_held),
+                cmocka_unit_test(test_group_outgrown_placed_wider),
+                cmocka_unit_test(test_group_seen_by_turns_no_flap),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

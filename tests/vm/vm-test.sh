@@ -674,10 +674,23 @@ else
         skip_cap "kernel.perf_event_paranoid is $PARANOID (events are not refused)" wake-groups-refused
 fi
 t0=$SECONDS
-if wait_for 40 rings_grouped "$WPID"; then
-        result PASS wake-groups-placed "two rings of 3 threads: $(ring_masks "$WPID") within $((SECONDS - t0)) s (were $WG_ORIG)"
+# Placed whole and for good: each ring on one core set, still so after 10
+# more seconds, and steerd's own log for the rings' cgroup in those 10 s
+# gives nothing back (a ring pinned and given back by turns, or a window
+# set and given back by turns, is the flapping this check exists to catch).
+rings_settled() {
+        local m1 gmark
+        rings_grouped "$WPID" || return 1
+        m1=$(ring_masks "$WPID")
+        gmark=$(jmark)
+        sleep 10
+        SETTLED_LOG=$(journal_since "$gmark" | grep -F "cgroup /$WG" | grep -E "gave [1-9]|given back" | head -3 | paste -sd'|')
+        [ "$(ring_masks "$WPID")" = "$m1" ] && [ -z "$SETTLED_LOG" ]
+}
+if wait_for 40 rings_grouped "$WPID" && rings_settled; then
+        result PASS wake-groups-placed "two rings of 3 threads: $(ring_masks "$WPID") within $((SECONDS - t0 - 10)) s (were $WG_ORIG), unchanged for 10 s, nothing given back meanwhile"
 else
-        result FAIL wake-groups-placed "ring masks $(ring_masks "$WPID") after 40 s (were $WG_ORIG); WakeSampling '$(wake_sampling)'; steerd: $(journal_since "$mark" | grep -E "wakes whom|steerdrings|group" | tail -5 | paste -sd'|')"
+        result FAIL wake-groups-placed "ring masks $(ring_masks "$WPID") after $((SECONDS - t0)) s (were $WG_ORIG); given back after placement: '${SETTLED_LOG:-}'; WakeSampling '$(wake_sampling)'; steerd: $(journal_since "$mark" | grep -E "wakes whom|steerdrings|group" | tail -5 | paste -sd'|')"
 fi
 steerctl opt-out /$WG >/dev/null 2>&1
 if wait_for 20 rings_restored "$WPID" "$WG_ORIG"; then

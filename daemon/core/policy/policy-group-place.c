@@ -141,6 +141,7 @@ static bool place_group(const PolicyCtx *ctx, Placement *p, const ThreadGroup *g
 
 /* A placed group has outgrown its cores (release_reason()). */
 #define GROUP_OUTGROW_NOISE 1.05
+#define GROUP_OUTGREW "its group outgrew its cores"
 #define GROUP_FULL 0.95
 
 static bool in_group(const ThreadState *t, const ThreadState *lead) {
@@ -258,6 +259,14 @@ static int place_cgroup(PolicyCtx *ctx, CgroupState *c, ThreadGroup *g, size_t n
                 if (!group_placed(x))
                         r = pin_group(ctx, c, x, x->members[0]->pin.mask, mask, budget, pins);
         }
+        /* A group that outgrew its cores lately needs more than them,
+         * whatever its util reads now that it is free again. */
+        for (size_t i = 0; i < n_big; i++) {
+                const ThreadState *lead = order[i]->members[0];
+                if (!group_started(order[i]) && lead->group_outgrown_us > 0 &&
+                    ctx->now_us < lead->group_outgrown_us + GROUP_OUTGROWN_US)
+                        order[i]->util = MAX(order[i]->util, lead->group_outgrown_cap * GROUP_OUTGROW_NOISE);
+        }
         qsort(order, n_big, sizeof(ThreadGroup *), cmp_group_util);
         for (size_t i = 0; i < n_big && r >= 0; i++) {
                 ThreadGroup *x = order[i];
@@ -334,14 +343,14 @@ static const char *release_reason(const PolicyCtx *ctx, const CgroupState *c, co
                  * outgrown them when it fills them and its threads wait
                  * as long as they run (or a reading beyond the noise). */
                 if (now->util > cap * GROUP_OUTGROW_NOISE) {
-                        snprintf(buf, size, "its group outgrew its cores: util %.0f > %.0f%% of %.0f",
-                                 now->util, GROUP_OUTGROW_NOISE * 100, cap);
+                        snprintf(buf, size, GROUP_OUTGREW ": util %.0f > %.0f%% of %.0f", now->util,
+                                 GROUP_OUTGROW_NOISE * 100, cap);
                         return buf;
                 }
                 if (now->util >= cap * GROUP_FULL && wait >= now->util) {
                         snprintf(buf, size,
-                                 "its group outgrew its cores: util %.0f >= %.0f%% of %.0f and its threads "
-                                 "wait as long as they run (wait %.0f)",
+                                 GROUP_OUTGREW ": util %.0f >= %.0f%% of %.0f and its threads "
+                                               "wait as long as they run (wait %.0f)",
                                  now->util, GROUP_FULL * 100, cap, wait);
                         return buf;
                 }
@@ -372,6 +381,12 @@ int policy_group_release(PolicyCtx *ctx) {
                                 t->acted ? NULL : release_reason(ctx, c, t, g, n, buf, sizeof(buf));
                         if (!why)
                                 continue;
+                        if (t->group_lead == t->tid &&
+                            strncmp(why, GROUP_OUTGREW, strlen(GROUP_OUTGREW)) == 0) {
+                                t->group_outgrown_cap =
+                                        SCHED_CAPACITY_SCALE * (double) hwloc_bitmap_weight(t->pin.mask);
+                                t->group_outgrown_us = ctx->now_us;
+                        }
                         r = policy_thread_restore(ctx, c, t, true, ACTION_POLICY_STICKY, why);
                         if (r >= 0)
                                 t->group_lead = 0;

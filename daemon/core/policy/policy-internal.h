@@ -100,6 +100,12 @@ typedef struct ThreadState {
          * group owns it for GROUP_MEMORY_US after that, whatever one tick's
          * figures say: stickiness does not pin it alone meanwhile. */
         uint64_t grouped_us;
+        /* On a group's lead: the capacity of the cores its group outgrew
+         * last, and when. Its next placement within GROUP_OUTGROWN_US holds
+         * more than that (a ring at 994 of one core was let go, placed on
+         * one core again, let go again: five changes in four seconds). */
+        double group_outgrown_cap;
+        uint64_t group_outgrown_us;
 
         /* Valid during one policy_decide() only. */
         const ThreadSample *sample;
@@ -361,6 +367,7 @@ bool policy_grouped(ThreadState *const *set, size_t n, const ThreadState *t);
  * under TCG was pinned alone by stickiness on the ticks its group was not
  * seen and given back on the ticks it was, for 40 s (issue 30). */
 #define GROUP_MEMORY_US (15 * USEC_PER_SEC)
+#define GROUP_OUTGROWN_US (60 * USEC_PER_SEC)
 /* A window on an LLC that calmed down is given back only once it has been
  * held this long: confined, a cgroup runs less and its LLC looks calm
  * because of the window itself (the guest check's rings: windowed, given
