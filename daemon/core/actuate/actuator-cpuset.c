@@ -256,7 +256,9 @@ static int record_own_masks(ActCtx *c, const char *cgroup, const CgroupSample *c
         act_and_online(c, cg_on);
         for (size_t i = 0; i < cs->n_threads; i++) {
                 const ThreadSample *ts = &cs->threads[i];
-                if (!ts->allowed || hwloc_bitmap_isincluded(cg_on, ts->allowed))
+                /* A held mask may be stale: the thread's own is read live
+                 * (act_record_own_mask() forgets it when it covers the cgroup). */
+                if (!ts->allowed || (!ts->allowed_held && hwloc_bitmap_isincluded(cg_on, ts->allowed)))
                         continue;
                 r = act_record_own_mask(c->a, cgroup, ts->tid, ts->starttime, cg_cpus);
                 if (r < 0)

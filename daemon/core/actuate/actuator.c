@@ -400,7 +400,10 @@ static int check_thread(ActCtx *c, ActThread *t, const ThreadSample *ts) {
                 actuator_forget_thread(a, t->tid);
                 return 0;
         }
-        if (!ts->allowed || act_cpuset_equal_on(ts->allowed, t->last_set, c->online))
+        /* A mask held from an earlier tick may predate steerd's own last
+         * change: it proves nothing (the guest check lost an operator's
+         * taskset mask to such a let-go, given back later as the cgroup's). */
+        if (!ts->allowed || ts->allowed_held || act_cpuset_equal_on(ts->allowed, t->last_set, c->online))
                 return 0;
         r = thread_recomposed(c, t, ts);
         if (r != 0)

@@ -75,8 +75,13 @@ typedef struct ThreadSample {
         uint64_t starttime; /* field 22 of stat, clock ticks since boot: (tid, starttime) is the identity */
         int cpu;            /* last CPU, field 39 of stat */
         CpuSet allowed;     /* the thread's current affinity */
-        double util;        /* CPU time it got, 0..1024 per interval, smoothed */
-        double wait;        /* run-queue wait, 0..1024 per interval, smoothed */
+        /* allowed is the one read at an earlier tick, held with the rest of
+         * an idle thread's figures (or a busy one's off turn): it may
+         * predate a change steerd made since, so it proves no change by
+         * someone else. Not recorded: the policy does not read it. */
+        bool allowed_held;
+        double util;            /* CPU time it got, 0..1024 per interval, smoothed */
+        double wait;            /* run-queue wait, 0..1024 per interval, smoothed */
         uint64_t run_delay_ns;  /* raw cumulative, for the record */
         uint64_t nr_migrations; /* from /proc/<pid>/task/<tid>/sched; 0 if absent */
         double wakeups;         /* times scheduled in per second (schedstat pcount), smoothed; < 0:

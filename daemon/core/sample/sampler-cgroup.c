@@ -196,6 +196,7 @@ static int thread_to_sample(Sampler *s, const CgroupCache *cc, ThreadPrev *tp, C
                 .run_delay_ns = tp->run_delay_ns,
                 .wakeups = tp->wakeups,
         };
+        ts.allowed_held = !tp->fresh && tp->allowed;
         int r = thread_allowed(s, tp, tp->tid, &ts.allowed);
         if (r <= 0)
                 return r;
