@@ -459,6 +459,36 @@ static void test_group_seen_by_turns_no_flap(void **unused) {
         world_done(&w);
 }
 
+/* Two rings placed, the second one's partners missing on every other tick
+ * (its figures under the edge threshold, a sample lost): the cgroup still
+ * has partners, so the second ring reads as "regrouped" on those ticks.
+ * It stays placed: a group is let go only GROUP_MEMORY_US after it was
+ * last seen. */
+static void test_placed_group_seen_by_turns_held(void **unused) {
+        (void) unused;
+        World w;
+        unsigned n_saved[6], changes[6] = {};
+
+        world_init(&w, 1, 8);
+        add_mesh(&w, 700, 3, 0, 300, 300);
+        add_mesh(&w, 703, 3, 3, 300, 300);
+        for (size_t i = 0; i < 6; i++)
+                n_saved[i] = w.m[i].n_partners;
+        for (unsigned k = 0; k < 100; k++) {
+                for (size_t i = 3; i < 6; i++)
+                        w.m[i].n_partners = k % 2 ? 0 : n_saved[i];
+                _cleanup_plan_ Plan *plan = world_step(&w);
+                for (size_t x = 0; x < plan->n_actions; x++)
+                        if (plan->actions[x].tid >= 700 && plan->actions[x].tid < 706)
+                                changes[plan->actions[x].tid - 700]++;
+        }
+        for (size_t i = 0; i < 6; i++)
+                if (changes[i] != 1)
+                        fail_msg("tid %d changed %u times in 100 ticks (placed once and held: 1)",
+                                 700 + (int) i, changes[i]);
+        world_done(&w);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_two_pingpongs_two_pairs),
@@ -471,6 +501,7 @@ int main(void) {
                 cmocka_unit_test(test_group_full_core_held),
                 cmocka_unit_test(test_group_outgrown_placed_wider),
                 cmocka_unit_test(test_group_seen_by_turns_no_flap),
+                cmocka_unit_test(test_placed_group_seen_by_turns_held),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -212,6 +212,7 @@ static int pin_group(PolicyCtx *ctx, CgroupState *c, const ThreadGroup *g, hwloc
                 *pins += r > 0;
                 t->group_lead = lead->tid;
                 t->group_lead_starttime = lead->starttime;
+                t->group_seen_us = ctx->now_us;
                 t->pin_unit = -1;
                 t->pair_tid = 0;
                 t->streak = 0;
@@ -327,9 +328,13 @@ static const char *release_reason(const PolicyCtx *ctx, const CgroupState *c, co
                          t->sample->wakeups, GROUP_STOP_WAKEUPS);
                 return buf;
         }
-        if (policy_cgroup_has_partners(c) && (!now || now->n < 3 || now->members[0]->tid != t->group_lead)) {
-                snprintf(buf, size, "who wakes whom regrouped it (group of lead tid %d gone)",
-                         (int) t->group_lead);
+        /* The group's figures move from tick to tick: one tick that does
+         * not see it is not a regrouping (the guest's rings were pinned and
+         * let go by turns), GROUP_MEMORY_US without it is. */
+        if (policy_cgroup_has_partners(c) && (!now || now->n < 3 || now->members[0]->tid != t->group_lead) &&
+            ctx->now_us >= t->group_seen_us + GROUP_MEMORY_US) {
+                snprintf(buf, size, "who wakes whom regrouped it (group of lead tid %d gone for %.0f s)",
+                         (int) t->group_lead, (double) GROUP_MEMORY_US / USEC_PER_SEC);
                 return buf;
         }
         if (t == lead && now) {
@@ -377,6 +382,9 @@ int policy_group_release(PolicyCtx *ctx) {
                                 t->group_lead = 0; /* its pin went another way (guard, window, restore) */
                                 continue;
                         }
+                        const ThreadGroup *seen = group_of(g, n, t);
+                        if (seen && seen->n >= 3 && seen->members[0]->tid == t->group_lead)
+                                t->group_seen_us = ctx->now_us;
                         const char *why =
                                 t->acted ? NULL : release_reason(ctx, c, t, g, n, buf, sizeof(buf));
                         if (!why)

@@ -104,6 +104,10 @@ typedef struct ThreadState {
          * last, and when. Its next placement within GROUP_OUTGROWN_US holds
          * more than that (a ring at 994 of one core was let go, placed on
          * one core again, let go again: five changes in four seconds). */
+        /* On a group's member: the last tick who wakes whom saw it in the
+         * group it is pinned with. A tick that does not see that group
+         * lets it go only GROUP_MEMORY_US after it. */
+        uint64_t group_seen_us;
         double group_outgrown_cap;
         uint64_t group_outgrown_us;
 
