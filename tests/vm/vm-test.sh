@@ -687,8 +687,8 @@ rings_settled() {
         SETTLED_LOG=$(journal_since "$gmark" | grep -F "cgroup /$WG" | grep -E "gave [1-9]|given back" | head -3 | paste -sd'|')
         [ "$(ring_masks "$WPID")" = "$m1" ] && [ -z "$SETTLED_LOG" ]
 }
-if wait_for 40 rings_grouped "$WPID" && rings_settled; then
-        result PASS wake-groups-placed "two rings of 3 threads: $(ring_masks "$WPID") within $((SECONDS - t0 - 10)) s (were $WG_ORIG), unchanged for 10 s, nothing given back meanwhile"
+if wait_for 40 rings_grouped "$WPID" && t_placed=$((SECONDS - t0)) && rings_settled; then
+        result PASS wake-groups-placed "two rings of 3 threads: $(ring_masks "$WPID") within $t_placed s (were $WG_ORIG), unchanged for 10 s after, nothing given back meanwhile"
 else
         result FAIL wake-groups-placed "ring masks $(ring_masks "$WPID") after $((SECONDS - t0)) s (were $WG_ORIG); given back after placement: '${SETTLED_LOG:-}'; WakeSampling '$(wake_sampling)'; steerd: $(journal_since "$mark" | grep -E "wakes whom|steerdrings|group" | tail -5 | paste -sd'|')"
 fi
