@@ -39,7 +39,14 @@ static void help(void) {
                "  explain CGROUP       Why steerd did what it did for CGROUP in its last tick: each\n"
                "                       policy's inputs against its thresholds, the guard's verdicts\n"
                "  reload               Reload steerd's configuration; a bad file is refused\n"
-               "                       with file:line and the running configuration stays\n\n"
+               "                       with file:line and the running configuration stays\n"
+               "  trial CGROUP         Measure whether steering helps CGROUP: steerd alternates it\n"
+               "                       between steered and hands-off blocks in random order and\n"
+               "                       compares them (a ratio with its 95%% interval); a progress\n"
+               "                       bar follows it, Ctrl-C leaves it running\n"
+               "  trial --stop CGROUP  End CGROUP's trial (its masks given back as after any block)\n"
+               "  trial --show ID      Draw a trial's blocks and its verdict\n"
+               "  trials               List the kept trials (the last 100) with their verdicts\n\n"
                "%1$sModes:%2$s\n"
                "  off                  Steer nothing; give back every CPU steerd changed\n"
                "  observe              Sample and decide, log the plan, change nothing\n"
@@ -62,7 +69,17 @@ static void help(void) {
                "  -p --policy=POLICY   opt-in: latency (default) or balanced\n"
                "     --once            top: print one frame and exit\n"
                "  -n --iterations=N    top: print N frames and exit\n"
-               "  -d --delay=SECONDS   top: time between frames (default 1, e.g. 0.5)\n\n"
+               "  -d --delay=SECONDS   top: time between frames (default 1, e.g. 0.5)\n"
+               "     --duration=SPAN   trial: how long (default 20min; 30s, 1h, 500ms ...)\n"
+               "     --block=SPAN      trial: each block's length (default 30s)\n"
+               "     --metric=SPEC     trial: what decides: latency (run-queue delay per time\n"
+               "                       slice, the default), slices (per second), pressure\n"
+               "                       (cgroup v2 cpu.pressure), or an application's Prometheus\n"
+               "                       series, SOURCE#NAME{LABELS}@AGG (docs/TRIALS.md), e.g.\n"
+               "                       http://127.0.0.1:9100/metrics#http_request_duration_seconds@p99\n"
+               "     --higher-is-better, --lower-is-better\n"
+               "                       trial: the metric's direction (a gauge needs one)\n"
+               "     --no-wait         trial: start it and return\n\n"
                "%1$sOutput:%2$s\n"
                "  Load figures are on the kernel's capacity scale, 1024 = one CPU fully busy,\n"
                "  followed by the same figure in percent of one CPU. util: CPU time used;\n"
@@ -110,7 +127,32 @@ static const Verb verbs[] = {
         {"status", 0, 0, verb_status},   {"mode", 0, 1, verb_mode},     {"opt-in", 1, 1, verb_opt_in},
         {"opt-out", 1, 1, verb_opt_out}, {"list", 0, 0, verb_list},     {"top", 0, 0, verb_top},
         {"monitor", 0, 0, verb_monitor}, {"reload", 0, 0, verb_reload}, {"explain", 1, 1, verb_explain},
+        {"trial", 1, 1, verb_trial},     {"trials", 0, 0, verb_trials},
 };
+
+/* "20min", "30s", "1h", "500ms", "1.5min"; a bare number is seconds. */
+static int parse_timespan(const char *s, const char *what, uint64_t *ret) {
+        static const struct {
+                const char *suffix;
+                double usec;
+        } units[] = {
+                {"ms", 1e3}, {"s", 1e6}, {"sec", 1e6}, {"m", 60e6}, {"min", 60e6}, {"h", 3600e6}, {"", 1e6},
+        };
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno == 0 && end != s && isfinite(v) && v > 0)
+                for (size_t i = 0; i < ELEMENTSOF(units); i++)
+                        if (streq(end, units[i].suffix) && v * units[i].usec < 7 * 24 * 3600e6) {
+                                *ret = (uint64_t) llround(v * units[i].usec);
+                                return 0;
+                        }
+        return log_error_errno(
+                EINVAL, "%s: '%s' is not a time span such as 20min, 30s, 1h or 500ms (at most a week).",
+                what, s);
+}
 
 static int parse_uint(const char *s, const char *what, uint64_t lo, uint64_t hi, uint64_t *ret) {
         if (safe_atou64_range(s, lo, hi, ret) < 0)
@@ -142,6 +184,14 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 ARG_NO_PAGER,
                 ARG_ONCE,
                 ARG_RESET,
+                ARG_DURATION,
+                ARG_BLOCK,
+                ARG_METRIC,
+                ARG_HIGHER,
+                ARG_LOWER,
+                ARG_STOP,
+                ARG_SHOW,
+                ARG_NO_WAIT,
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -154,6 +204,14 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 {"reset", no_argument, NULL, ARG_RESET},
                 {"iterations", required_argument, NULL, 'n'},
                 {"delay", required_argument, NULL, 'd'},
+                {"duration", required_argument, NULL, ARG_DURATION},
+                {"block", required_argument, NULL, ARG_BLOCK},
+                {"metric", required_argument, NULL, ARG_METRIC},
+                {"higher-is-better", no_argument, NULL, ARG_HIGHER},
+                {"lower-is-better", no_argument, NULL, ARG_LOWER},
+                {"stop", no_argument, NULL, ARG_STOP},
+                {"show", no_argument, NULL, ARG_SHOW},
+                {"no-wait", no_argument, NULL, ARG_NO_WAIT},
                 {},
         };
         int c;
@@ -203,6 +261,40 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                                 return -EINVAL;
                         args->top_options_set = true;
                         break;
+                case ARG_DURATION:
+                        if (parse_timespan(optarg, "--duration", &args->trial_duration_usec) < 0)
+                                return -EINVAL;
+                        args->trial_options_set = true;
+                        break;
+                case ARG_BLOCK:
+                        if (parse_timespan(optarg, "--block", &args->trial_block_usec) < 0)
+                                return -EINVAL;
+                        args->trial_options_set = true;
+                        break;
+                case ARG_METRIC:
+                        args->trial_metric = optarg;
+                        args->trial_options_set = true;
+                        break;
+                case ARG_HIGHER:
+                case ARG_LOWER:
+                        if (args->trial_direction != 0)
+                                return log_error_errno(
+                                        EINVAL, "Give one of --higher-is-better and --lower-is-better.");
+                        args->trial_direction = c == ARG_HIGHER ? 1 : -1;
+                        args->trial_options_set = true;
+                        break;
+                case ARG_STOP:
+                        args->trial_stop = true;
+                        args->trial_options_set = true;
+                        break;
+                case ARG_SHOW:
+                        args->trial_show = true;
+                        args->trial_options_set = true;
+                        break;
+                case ARG_NO_WAIT:
+                        args->trial_no_wait = true;
+                        args->trial_options_set = true;
+                        break;
                 default: /* '?': getopt said what was wrong */
                         return -EINVAL;
                 }
@@ -245,6 +337,18 @@ static int dispatch_verb(int argc, char *argv[], const Args *args) {
                        EXIT_USAGE;
         if (args->top_options_set && !streq(verb->name, "top"))
                 return log_error("--once, --iterations and --delay are only valid with top."), EXIT_USAGE;
+
+        if (args->trial_options_set && !streq(verb->name, "trial"))
+                return log_error("--duration, --block, --metric, --higher-is-better, --lower-is-better, "
+                                 "--stop, "
+                                 "--show and --no-wait are only valid with trial."),
+                       EXIT_USAGE;
+        if (args->trial_stop + args->trial_show > 1 ||
+            ((args->trial_stop || args->trial_show) &&
+             (args->trial_duration_usec || args->trial_block_usec || args->trial_metric ||
+              args->trial_direction || args->trial_no_wait)))
+                return log_error("trial --stop CGROUP and trial --show ID take no other trial option."),
+                       EXIT_USAGE;
 
         return verb->run(argc, argv, args);
 }

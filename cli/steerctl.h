@@ -27,6 +27,12 @@ typedef struct Args {
         uint64_t delay_usec;  /* top: time between frames */
         bool top_options_set; /* --once, --iterations or --delay was given */
         bool reset;           /* mode --reset: drop steerctl's saved mode */
+        /* trial */
+        uint64_t trial_duration_usec, trial_block_usec; /* 0: steerd's defaults */
+        const char *trial_metric;
+        int trial_direction; /* 1 --higher-is-better, -1 --lower-is-better, 0 the signal's own */
+        bool trial_stop, trial_show, trial_no_wait;
+        bool trial_options_set; /* any of the above */
 } Args;
 
 #define TOP_DELAY_DEFAULT_USEC USEC_PER_SEC
@@ -42,3 +48,5 @@ int verb_reload(int argc, char *argv[], const Args *args);
 int verb_top(int argc, char *argv[], const Args *args);
 int verb_monitor(int argc, char *argv[], const Args *args);
 int verb_explain(int argc, char *argv[], const Args *args);
+int verb_trial(int argc, char *argv[], const Args *args);
+int verb_trials(int argc, char *argv[], const Args *args);

@@ -9,7 +9,9 @@
 #include "sampling.h"
 #include "log.h"
 #include "snapshot-json.h"
+#include "manager-trial.h"
 #include "steerd-bus.h"
+#include "trial-store.h"
 
 /* ---- privilege ---- */
 
@@ -432,6 +434,151 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
+/* ---- trials ---- */
+
+/* a(sssssddddss): id, cgroup, state, arm, verdict, progress, ratio, ci_low,
+ * ci_high (NaN: no estimate yet), text, "" (reserved). */
+#define TRIAL_STRUCT "(sssssddddss)"
+
+static int append_summary(sd_bus_message *reply, const TrialSummary *s) {
+        return sd_bus_message_append(reply, TRIAL_STRUCT, s->id, s->cgroup, s->state, s->arm, s->verdict,
+                                     s->progress, s->ratio, s->ci_low, s->ci_high, s->text, "");
+}
+
+static int property_get_trials(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_(freep) TrialSummary *s = NULL;
+        size_t n;
+        int r;
+
+        r = manager_trial_summaries(m, &s, &n);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', TRIAL_STRUCT);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = append_summary(reply, &s[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static int method_start_trial(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *cgroup, *metric, *direction;
+        uint64_t duration, block;
+        int r;
+
+        r = sd_bus_message_read(msg, "sttss", &cgroup, &duration, &block, &metric, &direction);
+        if (r < 0)
+                return r;
+        r = verify_privileged(m, msg, error);
+        if (r <= 0)
+                return r < 0 ? r : 1; /* refused, or parked until polkit answers */
+        r = check_cgroup_arg(m, cgroup, /* check_dir= */ false, error);
+        if (r < 0)
+                return r;
+        TrialDirection d = streq(direction, "")         ? TRIAL_DIRECTION_DEFAULT
+                           : streq(direction, "higher") ? TRIAL_DIRECTION_HIGHER
+                           : streq(direction, "lower")  ? TRIAL_DIRECTION_LOWER
+                                                        : (TrialDirection) -1;
+        if ((int) d < 0)
+                return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
+                                         "Unknown direction '%.64s': use higher, lower or \"\"", direction);
+        if (strlen(metric) > STEERD_BUS_PATH_MAX)
+                return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
+                                         "The metric spec is too long");
+        if (duration > 7 * 24 * 3600 * USEC_PER_SEC || (duration > 0 && block > duration))
+                return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
+                                         "A trial lasts at most a week, its blocks at most the trial");
+        _cleanup_(freep) char *id = NULL, *why = NULL;
+        r = manager_trial_start(m, cgroup, duration, block, metric, d, &id, &why);
+        if (r == -ENOENT)
+                return sd_bus_error_setf(error, STEERD_ERROR_NO_SUCH_CGROUP, "Cgroup %s is not opted in",
+                                         cgroup);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(
+                        error, STEERD_ERROR_INVALID_ARGUMENT,
+                        "A trial of %s runs already: one at a time (steerctl trial --stop %s)", cgroup,
+                        cgroup);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
+                                         "Cannot start a trial of %s: %s", cgroup, why ?: strerror(-r));
+        return sd_bus_reply_method_return(msg, "s", id);
+}
+
+static int method_stop_trial(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *cgroup;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &cgroup);
+        if (r < 0)
+                return r;
+        r = verify_privileged(m, msg, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        r = check_cgroup_arg(m, cgroup, /* check_dir= */ false, error);
+        if (r < 0)
+                return r;
+        _cleanup_(freep) char *id = NULL;
+        r = manager_trial_stop(m, cgroup, &id);
+        if (r == -ENOENT)
+                return sd_bus_error_setf(error, STEERD_ERROR_NO_SUCH_TRIAL, "No trial of %s runs", cgroup);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "s", id);
+}
+
+static int method_list_trials(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(freep) TrialSummary *s = NULL;
+        Manager *m = userdata;
+        Trial **owned = NULL;
+        size_t n, n_owned;
+        int r;
+
+        r = manager_trial_list(m, &s, &n, &owned, &n_owned);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', TRIAL_STRUCT);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = append_summary(reply, &s[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        trial_list_free(owned, n_owned);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_trial(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_(freep) char *json = NULL;
+        const char *id;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &id);
+        if (r < 0)
+                return r;
+        if (strlen(id) > STEERD_BUS_PATH_MAX)
+                return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT, "The trial id is too long");
+        r = manager_trial_json(m, id, &json);
+        if (r == -ENOENT)
+                return sd_bus_error_setf(error, STEERD_ERROR_NO_SUCH_TRIAL,
+                                         "No trial %.256s (steerctl trials lists them)", id);
+        if (r == -EBADMSG)
+                return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
+                                         "The record of trial %.256s is damaged", id);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "s", json);
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Mode", "s", property_get_mode, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -464,6 +611,18 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_SIGNAL_WITH_ARGS("ModeChanged", SD_BUS_ARGS("s", mode), 0),
         SD_BUS_SIGNAL_WITH_ARGS("LLCOverload", SD_BUS_ARGS("u", llc, "b", overloaded, "d", util), 0),
         SD_BUS_SIGNAL_WITH_ARGS("ActionsApplied", SD_BUS_ARGS("u", count, "s", plan), 0),
+        SD_BUS_PROPERTY("Trials", "a" TRIAL_STRUCT, property_get_trials, 0, 0),
+        SD_BUS_METHOD_WITH_ARGS(
+                "StartTrial",
+                SD_BUS_ARGS("s", cgroup, "t", duration_usec, "t", block_usec, "s", metric, "s", direction),
+                SD_BUS_RESULT("s", id), method_start_trial, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("StopTrial", SD_BUS_ARGS("s", cgroup), SD_BUS_RESULT("s", id),
+                                method_stop_trial, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListTrials", SD_BUS_NO_ARGS, SD_BUS_RESULT("a" TRIAL_STRUCT, trials),
+                                method_list_trials, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetTrial", SD_BUS_ARGS("s", id), SD_BUS_RESULT("s", json), method_get_trial,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("TrialProgress", SD_BUS_ARGS(TRIAL_STRUCT, trial), 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -650,4 +809,17 @@ void bus_emit_tick(Manager *m, const Snapshot *prev, const Snapshot *cur, const 
                                                   "ActionsApplied", "us", (uint32_t) applied->n_actions,
                                                   json);
         }
+}
+
+void bus_emit_trial_progress(Manager *m, const Trial *t) {
+        TrialSummary s;
+        uint64_t now = 0;
+
+        if (!m->bus)
+                return;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        trial_summary(t, now, &s);
+        (void) sd_bus_emit_signal(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, "TrialProgress",
+                                  TRIAL_STRUCT, s.id, s.cgroup, s.state, s.arm, s.verdict, s.progress,
+                                  s.ratio, s.ci_low, s.ci_high, s.text, "");
 }

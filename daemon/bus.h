@@ -5,6 +5,7 @@
  * checks, privilege checks and calls into the manager. */
 
 #include "manager.h"
+#include "trial.h"
 
 /* At most this many method calls wait for polkit at once; more are refused. */
 #define BUS_MAX_PENDING_AUTHS 64
@@ -27,3 +28,5 @@ void bus_emit_mode_properties(Manager *m);
 /* After a tick: LLCOverload for each LLC whose overloaded flag flipped
  * against prev (NULL: none flipped yet), ActionsApplied when plan applied. */
 void bus_emit_tick(Manager *m, const Snapshot *prev, const Snapshot *cur, const Plan *applied);
+/* TrialProgress: a trial started, ended a block, or ended. */
+void bus_emit_trial_progress(Manager *m, const Trial *t);

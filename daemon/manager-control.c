@@ -6,6 +6,7 @@
 #include "cgroup-confine.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "manager-trial.h"
 #include "snapshot-json.h"
 
 /* ---- mode, reload ---- */
@@ -43,6 +44,9 @@ int manager_set_mode(Manager *m, Mode mode) {
         Mode old = m->mode;
         m->mode = mode;
         if (mode_applies(old) && !mode_applies(mode)) {
+                char why[64];
+                snprintf(why, sizeof(why), "the mode changed to %s", mode_to_string(mode));
+                manager_trials_end_all(m, TRIAL_STATE_INTERRUPTED, why);
                 /* Nothing applied may outlive the mode that applied it. */
                 (void) actuator_release_all(m->actuator);
                 sampler_reread_threads(m->sampler);

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "manager-internal.h"
 #include "metrics.h"
+#include "manager-trial.h"
 #include "sampling.h"
 
 static void log_plan(const Plan *plan, bool applied) {
@@ -198,7 +199,8 @@ static int tick_cgroups(const Manager *m, TickCgroups *ret) {
                 return -ENOMEM;
         for (size_t i = 0; i < m->optins.n; i++) {
                 const OptIn *o = &m->optins.items[i];
-                if (!o->loc.dir)
+                /* A trial's hands-off block: as if opted out, its masks given back. */
+                if (!o->loc.dir || manager_trial_hands_off(m, o->name))
                         continue;
                 t.cgs[t.n] = (SamplerCgroup){
                         .name = o->name,
@@ -293,7 +295,8 @@ static bool idle(const Manager *m) {
         size_t nt, nc;
 
         actuator_counts(m->actuator, &nt, &nc);
-        return nt + nc == 0 && sampler_all_quiet(m->sampler) && !policy_state_holds(m->policy);
+        return nt + nc == 0 && sampler_all_quiet(m->sampler) && !policy_state_holds(m->policy) &&
+               !manager_trials_running(m); /* a trial's blocks keep time */
 }
 
 static int tick(Manager *m, uint64_t now_us) {
@@ -347,6 +350,7 @@ static int tick(Manager *m, uint64_t now_us) {
         else if (mode_applies(m->mode) && plan->n_actions > 0)
                 apply_plan(m, snap, plan);
 
+        manager_trials_tick(m, now_us, mode_applies(m->mode) ? plan : NULL);
         bus_emit_tick(m, m->last_snapshot, snap, mode_applies(m->mode) ? plan : NULL);
         snapshot_free(m->last_snapshot);
         m->last_snapshot = TAKE_PTR(snap);

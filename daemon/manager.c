@@ -6,7 +6,9 @@
 #include "bus.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "manager-trial.h"
 #include "sampling.h"
+#include "trial-store.h"
 
 /* Everything back, at the stop. Here, not after the loop: sd-bus closes its
  * connection when the loop exits, and the systemd backend needs it. What
@@ -17,6 +19,7 @@ static int give_back_at_stop(Manager *m) {
         int r;
 
         m->given_back = true;
+        manager_trials_end_all(m, TRIAL_STATE_INTERRUPTED, "steerd stopped");
         r = actuator_release_all(m->actuator);
         if (r >= 0)
                 return 0;
@@ -152,7 +155,8 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
         m->state_dir = strdup(o->state_dir ?: "/var/lib/steerd");
         if (!m->runtime_dir || !m->state_dir ||
             asprintf(&m->ownership_file, "%s/state.json", m->runtime_dir) < 0 ||
-            asprintf(&m->runtime_file, "%s/runtime.json", m->state_dir) < 0)
+            asprintf(&m->runtime_file, "%s/runtime.json", m->state_dir) < 0 ||
+            asprintf(&m->trials_dir, "%s/trials", m->state_dir) < 0)
                 return -ENOMEM;
         m->topology_live = !o->topology;
         const char *hang = secure_getenv("STEERD_TEST_HANG_FILE");
@@ -288,6 +292,12 @@ int manager_start(Manager *m) {
          * What needs a bus that is not up yet is kept and tried again as
          * soon as it is. */
         (void) actuator_take_over(m->actuator);
+        /* A trial whose record still says running was cut short by a kill
+         * or a crash: its masks were given back above, the record says so. */
+        r = trial_store_interrupt_running(m->trials_dir, "steerd did not stop cleanly (killed or crashed)");
+        if (r > 0)
+                log_notice("%d trial%s cut short by the last stop marked interrupted in %s", r, r == 1 ? "" : "s",
+                           m->trials_dir);
 
         if ((r = manager_start_proc_connector(m)) < 0 || (r = manager_start_signals(m)) < 0 ||
             (r = manager_start_timer(m)) < 0)
@@ -323,6 +333,8 @@ Manager *manager_free(Manager *m) {
         free(m->ownership_file);
         free(m->state_dir);
         free(m->runtime_file);
+        manager_trials_free(m);
+        free(m->trials_dir);
         topology_free(m->topo);
         hwloc_bitmap_free(m->online_seen);
         free(m->test_hang_file);

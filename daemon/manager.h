@@ -78,6 +78,13 @@ typedef struct Manager {
         int exit_error;  /* < 0: the stop could not give everything back */
         bool given_back; /* the stop gave back (or tried): manager_free() does not again */
 
+        /* Trials (manager-trial.h): the running ones, one per cgroup; their
+         * records in trials_dir (state_dir/trials). */
+        struct ManagerTrial **trials;
+        size_t n_trials;
+        unsigned trial_seq;
+        char *trials_dir;
+
         bool topology_live;   /* the host's own topology: reloaded when CPUs come or go */
         CpuSet online_seen;   /* the online CPUs the topology was last loaded for */
         char *test_hang_file; /* $STEERD_TEST_HANG_FILE: the watchdog test's fault switch */

@@ -49,11 +49,31 @@
  *                                        NoSuchCgroup when it is not opted in
  *   Reload()                             root or polkit; a bad config keeps the running one and
  *                                        fails with InvalidArgument naming file:line
+ *   StartTrial(s cgroup, t duration_usec, t block_usec, s metric, s direction) -> s id
+ *                                        root or polkit: a trial of an opted-in cgroup (docs/TRIALS.md):
+ *                                        0 = the default (20 min, 30 s blocks); metric "" (latency),
+ *                                        latency | slices | pressure, or SOURCE#SERIES[@AGG];
+ *                                        direction "" (the signal's own), higher, lower.
+ *                                        NoSuchCgroup when not opted in; InvalidArgument with the
+ *                                        reason otherwise (one trial per cgroup, mode off/observe,
+ *                                        a metric that cannot be read now, a duration too short)
+ *   StopTrial(s cgroup) -> s id          root or polkit; NoSuchTrial when none runs
+ *   ListTrials() -> a(sssssddddss)       everyone: the kept records (the last 100), oldest first:
+ *                                        id, cgroup, state (running|done|stopped|interrupted|failed),
+ *                                        arm (steered|hands-off; "" once ended), verdict (better|
+ *                                        worse|same|can't tell), progress 0..1, ratio steered/hands-off,
+ *                                        its 95% interval low, high (NaN: no estimate yet), the
+ *                                        verdict for people ("helps by 12% [8%, 16%]"), "" (reserved)
+ *   GetTrial(s id) -> s json             everyone: a record (an id, or the cgroup of a running
+ *                                        trial) with its blocks; NoSuchTrial
  *
  * Signals:
  *   ModeChanged(s mode)
  *   LLCOverload(u llc, b overloaded, d util)   when an LLC's overloaded flag flips
  *   ActionsApplied(u count, s plan_json)       after a tick that applied actions
+ *   TrialProgress((sssssddddss) trial)         a trial started, ended a block or ended
+ *
+ * Property Trials a(sssssddddss): the running trials, as ListTrials.
  *
  * Errors carry a message a person understands. */
 
@@ -65,6 +85,7 @@
 #define STEERD_ERROR_NO_SUCH_CGROUP "org.steerd1.Error.NoSuchCgroup"
 #define STEERD_ERROR_INVALID_ARGUMENT "org.steerd1.Error.InvalidArgument"
 #define STEERD_ERROR_ACCESS_DENIED "org.steerd1.Error.AccessDenied"
+#define STEERD_ERROR_NO_SUCH_TRIAL "org.steerd1.Error.NoSuchTrial"
 
 /* Longest cgroup path a bus caller may pass. */
 #define STEERD_BUS_PATH_MAX 4096

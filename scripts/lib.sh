@@ -4,7 +4,7 @@
 STEERD_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 STEERD_BUILD_PACKAGES=(build-essential cmake pkg-config libsystemd-dev libhwloc-dev hwloc
-        libnl-3-dev libnl-genl-3-dev libcgroup-dev libcmocka-dev libinih-dev libjson-c-dev scdoc)
+        libnl-3-dev libnl-genl-3-dev libcgroup-dev libcmocka-dev libinih-dev libjson-c-dev libcurl4-openssl-dev scdoc)
 # The fuzz targets of scripts/test.sh (tests/fuzz/README.md): clang and its
 # libFuzzer and sanitizer runtimes, llvm-symbolizer for readable crash reports.
 STEERD_FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev llvm-14)

@@ -388,11 +388,17 @@ want_methods = {
     "Describe": ((), ("s",)),
     "Explain": (("s",), ("a(ss)",)),
     "Reload": ((), ()),
+    "StartTrial": (("s", "t", "t", "s", "s"), ("s",)),
+    "StopTrial": (("s",), ("s",)),
+    "ListTrials": ((), ("a(sssssddddss)",)),
+    "GetTrial": (("s",), ("s",)),
 }
-want_signals = {"ModeChanged": ("s",), "LLCOverload": ("u", "b", "d"), "ActionsApplied": ("u", "s")}
+want_signals = {"ModeChanged": ("s",), "LLCOverload": ("u", "b", "d"), "ActionsApplied": ("u", "s"),
+                "TrialProgress": ("(sssssddddss)",)}
 want_props = {"Mode": ("s", "read"), "ModeSource": ("s", "read"), "ModeSetUSec": ("t", "read"),
               "ConfigMode": ("s", "read"), "SamplePeriodUSec": ("t", "read"), "Version": ("s", "read"),
-              "Counters": ("a{st}", "read"), "WakeSampling": ("s", "read")}
+              "Counters": ("a{st}", "read"), "WakeSampling": ("s", "read"),
+              "Trials": ("a(sssssddddss)", "read")}
 ok = True
 for kind, got, want in (("methods", methods, want_methods), ("signals", signals, want_signals),
                         ("properties", props, want_props)):
@@ -417,7 +423,9 @@ grep -q 'Mode: observe' "$TMP/out" || fail "status as nobody: $(cat "$TMP/out")"
 asnobody "$TMP/steerctl" list --json >"$TMP/out" 2>"$TMP/err" || fail "list as nobody failed: $(cat "$TMP/err")"
 asnobody "$TMP/steerctl" top --once --json >"$TMP/out" 2>"$TMP/err" || fail "top (Describe) as nobody failed: $(cat "$TMP/err")"
 OUT=$(cat "$TMP/out") json_check '"snapshot" in j'
-for cmd in "mode latency" "mode --reset" "opt-in /$NAME-b" "opt-out /$NAME" "reload"; do
+asnobody "$TMP/steerctl" trials --json >"$TMP/out" 2>"$TMP/err" || fail "trials as nobody failed: $(cat "$TMP/err")"
+for cmd in "mode latency" "mode --reset" "opt-in /$NAME-b" "opt-out /$NAME" "reload" "trial --no-wait /$NAME" \
+        "trial --stop /$NAME"; do
         # shellcheck disable=SC2086
         asnobody "$TMP/steerctl" $cmd >"$TMP/out" 2>"$TMP/err"
         rc=$?

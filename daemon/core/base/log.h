@@ -19,6 +19,7 @@
 #define STEERD_MESSAGE_RESTORE "5c0e1b1f0a8b4e0ba5f2d3c4b5a69704"
 #define STEERD_MESSAGE_LET_GO "5c0e1b1f0a8b4e0ba5f2d3c4b5a69705"
 #define STEERD_MESSAGE_CONFIG "5c0e1b1f0a8b4e0ba5f2d3c4b5a69706"
+#define STEERD_MESSAGE_TRIAL "5c0e1b1f0a8b4e0ba5f2d3c4b5a69707"
 
 int log_internal(int level, int error, const char *message_id, const char *fmt, ...) _printf_(4, 5);
 
