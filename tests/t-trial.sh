@@ -170,7 +170,7 @@ for _ in $(seq 80); do
                 held=$(python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))
-print(sum(1 for k in ("cgroups", "threads") for e in s.get(k, []) if e.get("cgroup") == sys.argv[2]))' "$TMP/run/state.json" "/$NAME" 2>/dev/null)
+print(sum(1 for k in ("cgroups", "threads") for e in s.get(k, []) if (e.get("cgroup") or e.get("name")) == sys.argv[2]))' "$TMP/run/state.json" "/$NAME" 2>/dev/null)
                 arm2=$(busctl get-property org.steerd1 /org/steerd1 org.steerd1.Manager Trials 2>/dev/null | grep -o '"hands-off"\|"steered"' | head -1)
                 if [ "$arm2" = '"hands-off"' ]; then
                         seen_off=$((seen_off + 1))

@@ -111,7 +111,7 @@ install_packages "${BUILD_PACKAGES[@]}" || fail "cannot install the build depend
 
 # What goes into the image. Changing this list or build_image() rebuilds it.
 IMAGE_PACKAGES=(systemd systemd-sysv dbus udev libsystemd0 libhwloc15 libnl-3-200 libnl-genl-3-200 libcgroup2
-        libinih1 libjson-c5 procps util-linux rt-tests jq kmod linux-image-amd64 initramfs-tools hwloc-nox)
+        libinih1 libjson-c5 libcurl4 procps util-linux rt-tests jq kmod linux-image-amd64 initramfs-tools hwloc-nox)
 
 # Every enabled "deb" source of the host's apt configuration as "URI SUITE"
 # lines: deb822 (/etc/apt/sources.list.d/*.sources), then the one-line

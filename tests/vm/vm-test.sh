@@ -712,6 +712,75 @@ mv /etc/steerd/steerd.conf.rings /etc/steerd/steerd.conf
 systemctl reload steerd
 fi
 
+# ---- 6d. a trial of a systemd service (issue 31) ----
+# steerctl trial alternates the service between steered and hands-off
+# blocks: while a block is hands-off, its AllowedCPUs are what they were
+# before steerd (given back through systemd, as an opt-out does); the trial
+# ends "done" with every block measured; opted out after it, nothing is held.
+
+if [ "$(left)" -lt 150 ]; then
+        skip_time trial-hands-off-given-back trial-done trial-nothing-held
+else
+systemctl set-property --runtime steerdtest.slice AllowedCPUs=0-3 >/dev/null 2>&1
+systemd-run --quiet --unit=bench5 --slice=steerdtest "${LOADCMD[@]}" --threads 3 --duty 80 --seconds 3000
+B5=steerdtest.slice/bench5.service
+wait_for 15 test -s "$CG/$B5/cgroup.threads"
+B5_ORIG=$(unit_allowed bench5.service)
+steerctl opt-in "/$B5" --policy latency >/dev/null 2>&1 || result FAIL trial-opt-in "steerctl opt-in /$B5 failed"
+sleep 3
+# The arm of the trial in force now ("hands-off", "steered", or "" when none runs).
+trial_arm() {
+        steerctl trials --json 2>/dev/null | jq -r --arg id "$1" '.[] | select(.id == $id) | .state' | grep -q running || return 0
+        busctl get-property org.steerd1 /org/steerd1 org.steerd1.Manager Trials 2>/dev/null |
+                grep -o '"hands-off"\|"steered"' | head -1 | tr -d '"'
+}
+out=$(steerctl trial "/$B5" --duration 48s --block 6s --no-wait --json 2>&1)
+TID=$(jq -r .id <<<"$out" 2>/dev/null)
+if [ -z "$TID" ] || [ "$TID" = null ]; then
+        result FAIL trial-done "steerctl trial /$B5 did not start: $out"
+else
+        off_ok=0 off_bad="" steered_changed=0 t0=$SECONDS
+        while [ $((SECONDS - t0)) -lt 120 ]; do
+                a1=$(trial_arm "$TID")
+                [ -z "$a1" ] && break
+                allowed=$(unit_allowed bench5.service)
+                a2=$(trial_arm "$TID")
+                if [ "$a1" = hands-off ] && [ "$a2" = hands-off ]; then
+                        if [ "$allowed" = "$B5_ORIG" ]; then
+                                off_ok=$((off_ok + 1))
+                        else
+                                off_bad+="${off_bad:+, }'$allowed' at $((SECONDS - t0)) s"
+                        fi
+                elif [ "$a1" = steered ] && [ "$a2" = steered ] && [ "$allowed" != "$B5_ORIG" ]; then
+                        steered_changed=$((steered_changed + 1))
+                fi
+                sleep 0.5
+        done
+        if [ "$off_ok" -ge 3 ] && [ -z "$off_bad" ]; then
+                result PASS trial-hands-off-given-back "AllowedCPUs '$B5_ORIG' in all $off_ok samples taken in hands-off blocks (steered samples with a window: $steered_changed)"
+        else
+                result FAIL trial-hands-off-given-back "hands-off samples with the original '$B5_ORIG': $off_ok; with another: ${off_bad:-none}"
+        fi
+        rec=$(steerctl trial --show "$TID" --json 2>/dev/null)
+        if [ "$(jq -r .state <<<"$rec")" = done ] && [ "$(jq '[.blocks[] | select(.ended and .measuring)] | length' <<<"$rec")" = 8 ]; then
+                result PASS trial-done "trial $TID: $(jq -r .verdict_text <<<"$rec"); settling $(jq -c '[.blocks[] | .discard_usec / 1e6]' <<<"$rec") s"
+        else
+                result FAIL trial-done "trial $TID: state $(jq -r .state <<<"$rec") ($(jq -r .end_reason <<<"$rec")), $(jq '[.blocks[] | select(.ended)] | length' <<<"$rec") blocks ended; steerd: $(journal | grep -F "Trial $TID" | tail -2 | paste -sd'|')"
+        fi
+        result INFO trial-show "$(steerctl trial --show "$TID" 2>&1 | tail -6 | paste -sd'|')"
+fi
+steerctl opt-out "/$B5" >/dev/null 2>&1
+sleep 2
+a=$(unit_allowed bench5.service)
+held=$(jq -r --arg n "/$B5" '[.cgroups[]?, .threads[]? | select((.name // .cgroup) == $n)] | length' /run/steerd/state.json 2>/dev/null)
+if [ "$a" = "$B5_ORIG" ] && [ "${held:-0}" = 0 ]; then
+        result PASS trial-nothing-held "after the trial and the opt-out: AllowedCPUs '$a', nothing of /$B5 in /run/steerd/state.json"
+else
+        result FAIL trial-nothing-held "after the trial and the opt-out: AllowedCPUs '$a' (was '$B5_ORIG'), $held entries of /$B5 in state.json"
+fi
+systemctl stop bench5.service 2>/dev/null
+fi
+
 # ---- 7. a plain cgroup v2 group with the cpuset controller ----
 
 if [ "$(left)" -lt 90 ]; then
