@@ -250,10 +250,13 @@ static void apply_plan(Manager *m, const Snapshot *snap, const Plan *plan) {
 static void write_metrics(Manager *m, uint64_t now_us) {
         const Settings *st = &m->config->settings;
         ManagerCounters mc;
+        _cleanup_(freep) MetricsTrial *trials = NULL;
+        size_t n_trials = 0;
 
         if (!st->metrics_file[0] || now_us - m->metrics_written_us < st->metrics_interval_ms * USEC_PER_MSEC)
                 return;
         manager_counters(m, &mc);
+        (void) manager_trial_metrics(m, &trials, &n_trials);
         MetricsCounters c = {
                 .ticks = mc.ticks,
                 .applied = mc.applied,
@@ -265,6 +268,8 @@ static void write_metrics(Manager *m, uint64_t now_us) {
                 .dropped = mc.dropped,
                 .opted_in_cgroups = m->optins.n,
                 .mode = mode_to_string(m->mode),
+                .trials = trials,
+                .n_trials = n_trials,
         };
         int r = metrics_write(st->metrics_file, m->last_snapshot, &c);
         if (r < 0 && m->metrics_written_us == 0)

@@ -41,19 +41,114 @@ static void manager_trial_free(ManagerTrial *mt) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(ManagerTrial *, manager_trial_free);
 
+static ManagerTrial *find_running(const Manager *m, const char *cgroup) {
+        for (size_t i = 0; i < m->n_trials; i++)
+                if (streq(m->trials[i]->trial->spec.cgroup, cgroup))
+                        return m->trials[i];
+        return NULL;
+}
+
 void manager_trials_free(Manager *m) {
         for (size_t i = 0; i < m->n_trials; i++)
                 manager_trial_free(m->trials[i]);
         free(m->trials);
         m->trials = NULL;
         m->n_trials = 0;
+        for (size_t i = 0; i < m->n_trial_latest; i++) {
+                free(m->trial_latest[i].cgroup);
+                free(m->trial_latest[i].id);
+        }
+        free(m->trial_latest);
+        m->trial_latest = NULL;
+        m->n_trial_latest = 0;
 }
 
-static ManagerTrial *find_running(const Manager *m, const char *cgroup) {
-        for (size_t i = 0; i < m->n_trials; i++)
-                if (streq(m->trials[i]->trial->spec.cgroup, cgroup))
-                        return m->trials[i];
-        return NULL;
+/* Remembers t as its cgroup's latest ended trial (ids sort by start: an
+ * older record read at the start never replaces a newer one). */
+static void remember_latest(Manager *m, const Trial *t) {
+        TrialVerdict v;
+        TrialLatest *l = NULL;
+
+        if (trial_verdict(t, &v) < 0)
+                return;
+        for (size_t i = 0; i < m->n_trial_latest && !l; i++)
+                if (streq(m->trial_latest[i].cgroup, t->spec.cgroup))
+                        l = &m->trial_latest[i];
+        if (l && strcmp(l->id, t->id) > 0)
+                return;
+        if (!l) {
+                TrialLatest *a = reallocarray(m->trial_latest, m->n_trial_latest + 1, sizeof(TrialLatest));
+                if (!a)
+                        return;
+                m->trial_latest = a;
+                l = &a[m->n_trial_latest];
+                *l = (TrialLatest){.cgroup = strdup(t->spec.cgroup)};
+                if (!l->cgroup)
+                        return;
+                m->n_trial_latest++;
+        }
+        char *id = strdup(t->id);
+        if (!id)
+                return;
+        free(l->id);
+        l->id = id;
+        l->verdict = v.verdict;
+        l->has_estimate = v.has_estimate;
+        l->ratio = v.e.ratio;
+        l->ci_low = v.e.ci_low;
+        l->ci_high = v.e.ci_high;
+}
+
+void manager_trials_load_latest(Manager *m) {
+        Trial **list = NULL;
+        size_t n = 0;
+
+        if (trial_store_list(m->trials_dir, &list, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++)
+                if (list[i]->state != TRIAL_STATE_RUNNING)
+                        remember_latest(m, list[i]);
+        trial_list_free(list, n);
+}
+
+int manager_trial_metrics(const Manager *m, MetricsTrial **ret, size_t *ret_n) {
+        MetricsTrial *a = calloc(m->n_trials + m->n_trial_latest + 1, sizeof(MetricsTrial));
+        size_t n = 0;
+
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_trials; i++) {
+                const Trial *t = m->trials[i]->trial;
+                TrialVerdict v;
+                if (trial_verdict(t, &v) < 0)
+                        continue;
+                a[n++] = (MetricsTrial){
+                        .cgroup = t->spec.cgroup,
+                        .verdict = stats_verdict_to_string(v.verdict),
+                        .running = true,
+                        .has_estimate = v.has_estimate,
+                        .ratio = v.e.ratio,
+                        .ci_low = v.e.ci_low,
+                        .ci_high = v.e.ci_high,
+                };
+        }
+        /* Only opted-in cgroups: the label set stays as bounded as they are. */
+        for (size_t i = 0; i < m->n_trial_latest; i++) {
+                const TrialLatest *l = &m->trial_latest[i];
+                if (find_running(m, l->cgroup) || !optin_set_find(&m->optins, l->cgroup))
+                        continue;
+                a[n++] = (MetricsTrial){
+                        .cgroup = l->cgroup,
+                        .verdict = stats_verdict_to_string(l->verdict),
+                        .has_estimate = l->has_estimate,
+                        .ratio = l->ratio,
+                        .ci_low = l->ci_low,
+                        .ci_high = l->ci_high,
+                };
+        }
+        *ret = a;
+        *ret_n = n;
+        return 0;
 }
 
 bool manager_trial_hands_off(const Manager *m, const char *cgroup) {
@@ -96,6 +191,7 @@ static void retire(Manager *m, size_t i) {
 
         save(m, mt->trial);
         (void) trial_store_prune(m->trials_dir, TRIAL_STORE_KEEP);
+        remember_latest(m, mt->trial);
         log_end(mt->trial);
         bus_emit_trial_progress(m, mt->trial);
         m->trials[i] = m->trials[--m->n_trials];

@@ -5,6 +5,7 @@
  * cgroup at a time, records under STATE_DIR/trials. */
 
 #include "metric-probe.h"
+#include "metrics.h"
 #include "trial.h"
 
 typedef struct Manager Manager;
@@ -28,6 +29,22 @@ typedef struct TrialSummary {
 } TrialSummary;
 
 void trial_summary(const Trial *t, uint64_t now_us, TrialSummary *ret);
+
+/* A cgroup's last ended trial, for the exporter (kept across restarts: read
+ * from the records at the start). */
+typedef struct TrialLatest {
+        char *cgroup;
+        char *id;
+        StatsVerdict verdict;
+        bool has_estimate;
+        double ratio, ci_low, ci_high;
+} TrialLatest;
+
+/* The latest trial of every opted-in cgroup, running ones first (for
+ * metrics.h; borrowed strings; free(*ret)). */
+int manager_trial_metrics(const Manager *m, MetricsTrial **ret, size_t *ret_n);
+/* At the start: each cgroup's last ended trial from the records. */
+void manager_trials_load_latest(Manager *m);
 
 /* Starts a trial of an opted-in cgroup (its name or directory); duration or
  * block 0: the defaults. metric: NULL or "" (latency), a built-in signal's

@@ -298,6 +298,7 @@ int manager_start(Manager *m) {
         if (r > 0)
                 log_notice("%d trial%s cut short by the last stop marked interrupted in %s", r, r == 1 ? "" : "s",
                            m->trials_dir);
+        manager_trials_load_latest(m);
 
         if ((r = manager_start_proc_connector(m)) < 0 || (r = manager_start_signals(m)) < 0 ||
             (r = manager_start_timer(m)) < 0)

@@ -82,6 +82,8 @@ typedef struct Manager {
          * records in trials_dir (state_dir/trials). */
         struct ManagerTrial **trials;
         size_t n_trials;
+        struct TrialLatest *trial_latest; /* per cgroup, the last trial that ended */
+        size_t n_trial_latest;
         unsigned trial_seq;
         char *trials_dir;
 
