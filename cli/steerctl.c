@@ -67,6 +67,10 @@ static void help(void) {
                "     --no-legend       Omit the header line and the \"N cgroups listed.\" legend\n"
                "     --no-pager        Accepted as systemd's tools do; steerctl never pages\n"
                "  -p --policy=POLICY   opt-in: latency (default) or balanced\n"
+               "     --evaluate[=auto|no]\n"
+               "                       opt-in: keep a light trial running for good and turn\n"
+               "                       steering off where it hurts (auto, the default of the\n"
+               "                       option), or never (no); without it: the config's Evaluate=\n"
                "     --once            top: print one frame and exit\n"
                "  -n --iterations=N    top: print N frames and exit\n"
                "  -d --delay=SECONDS   top: time between frames (default 1, e.g. 0.5)\n"
@@ -192,6 +196,7 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 ARG_STOP,
                 ARG_SHOW,
                 ARG_NO_WAIT,
+                ARG_EVALUATE,
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -212,6 +217,7 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 {"stop", no_argument, NULL, ARG_STOP},
                 {"show", no_argument, NULL, ARG_SHOW},
                 {"no-wait", no_argument, NULL, ARG_NO_WAIT},
+                {"evaluate", optional_argument, NULL, ARG_EVALUATE},
                 {},
         };
         int c;
@@ -291,6 +297,12 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                         args->trial_show = true;
                         args->trial_options_set = true;
                         break;
+                case ARG_EVALUATE:
+                        args->evaluate = optarg ?: "auto";
+                        if (!streq(args->evaluate, "auto") && !streq(args->evaluate, "no"))
+                                return log_error_errno(EINVAL, "--evaluate: '%s' is neither auto nor no.",
+                                                       args->evaluate);
+                        break;
                 case ARG_NO_WAIT:
                         args->trial_no_wait = true;
                         args->trial_options_set = true;
@@ -330,6 +342,8 @@ static int dispatch_verb(int argc, char *argv[], const Args *args) {
          * misplaced one is not silently ignored. */
         if (args->policy && !streq(verb->name, "opt-in"))
                 return log_error("--policy is only valid with opt-in."), EXIT_USAGE;
+        if (args->evaluate && !streq(verb->name, "opt-in"))
+                return log_error("--evaluate is only valid with opt-in."), EXIT_USAGE;
         if (args->reset && !streq(verb->name, "mode"))
                 return log_error("--reset is only valid with mode."), EXIT_USAGE;
         if (args->reset && argc > 1)

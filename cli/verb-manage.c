@@ -150,7 +150,10 @@ int verb_opt_in(int argc, char *argv[], const Args *args) {
         r = bus_connect(&bus);
         if (r < 0)
                 return r;
-        r = bus_call(bus, "OptIn", &error, NULL, "ss", cgroup, policy);
+        if (args->evaluate)
+                r = bus_call(bus, "OptInEx", &error, NULL, "sss", cgroup, policy, args->evaluate);
+        else
+                r = bus_call(bus, "OptIn", &error, NULL, "ss", cgroup, policy);
         if (r < 0)
                 return log_bus_error(r, &error, true, "Failed to opt in %s", cgroup);
         return 0;

@@ -260,12 +260,12 @@ static int too_many_rules(sd_bus_error *error, bool opt_in) {
                                  STEERD_RUNTIME_RULES_MAX);
 }
 
-static int method_opt_in(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        const char *cgroup, *policy;
+static int opt_in(sd_bus_message *msg, Manager *m, bool ex, sd_bus_error *error) {
+        const char *cgroup, *policy, *evaluate = "";
         int r;
 
-        r = sd_bus_message_read(msg, "ss", &cgroup, &policy);
+        r = ex ? sd_bus_message_read(msg, "sss", &cgroup, &policy, &evaluate)
+               : sd_bus_message_read(msg, "ss", &cgroup, &policy);
         if (r < 0)
                 return r;
         r = verify_privileged(m, msg, error);
@@ -278,7 +278,12 @@ static int method_opt_in(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         if (p < 0)
                 return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
                                          "Unknown policy '%.64s': use latency or balanced", policy);
-        r = manager_opt_in(m, cgroup, p);
+        OptInEvaluate ev = optin_evaluate_from_string(evaluate);
+        if (ev < 0)
+                return sd_bus_error_setf(
+                        error, STEERD_ERROR_INVALID_ARGUMENT,
+                        "Unknown evaluate '%.64s': use auto, no or \"\" (the global Evaluate=)", evaluate);
+        r = manager_opt_in_full(m, cgroup, p, ev);
         if (r == -ENOENT)
                 return sd_bus_error_setf(error, STEERD_ERROR_NO_SUCH_CGROUP,
                                          "No cgroup %s in the cgroup2 or cpuset hierarchy", cgroup);
@@ -292,6 +297,14 @@ static int method_opt_in(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_opt_in(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return opt_in(msg, userdata, /* ex= */ false, error);
+}
+
+static int method_opt_in_ex(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return opt_in(msg, userdata, /* ex= */ true, error);
 }
 
 static int method_opt_out(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -596,6 +609,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("OptIn", SD_BUS_ARGS("s", cgroup, "s", policy), SD_BUS_NO_RESULT,
                                 method_opt_in, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("OptInEx", SD_BUS_ARGS("s", cgroup, "s", policy, "s", evaluate),
+                                SD_BUS_NO_RESULT, method_opt_in_ex, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("OptOut", SD_BUS_ARGS("s", cgroup), SD_BUS_NO_RESULT, method_opt_out,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListCgroups", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssu)", cgroups),
@@ -623,6 +638,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("GetTrial", SD_BUS_ARGS("s", id), SD_BUS_RESULT("s", json), method_get_trial,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("TrialProgress", SD_BUS_ARGS(TRIAL_STRUCT, trial), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("SteeringEvaluated", SD_BUS_ARGS("s", cgroup, "b", steering, "s", why), 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -822,4 +838,11 @@ void bus_emit_trial_progress(Manager *m, const Trial *t) {
         (void) sd_bus_emit_signal(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, "TrialProgress",
                                   TRIAL_STRUCT, s.id, s.cgroup, s.state, s.arm, s.verdict, s.progress,
                                   s.ratio, s.ci_low, s.ci_high, s.text, "");
+}
+
+void bus_emit_steering_evaluated(Manager *m, const char *cgroup, bool steering, const char *why) {
+        if (!m->bus)
+                return;
+        (void) sd_bus_emit_signal(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, "SteeringEvaluated", "sbs",
+                                  cgroup, (int) steering, why);
 }

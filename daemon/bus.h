@@ -30,3 +30,5 @@ void bus_emit_mode_properties(Manager *m);
 void bus_emit_tick(Manager *m, const Snapshot *prev, const Snapshot *cur, const Plan *applied);
 /* TrialProgress: a trial started, ended a block, or ended. */
 void bus_emit_trial_progress(Manager *m, const Trial *t);
+/* Evaluate=auto turned a cgroup's steering off (it hurt) or on again. */
+void bus_emit_steering_evaluated(Manager *m, const char *cgroup, bool steering, const char *why);

@@ -6,6 +6,7 @@
 #include "cgroup-confine.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "manager-evaluate.h"
 #include "manager-trial.h"
 #include "snapshot-json.h"
 
@@ -118,6 +119,10 @@ int manager_reset_mode(Manager *m) {
 }
 
 int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy) {
+        return manager_opt_in_full(m, cgroup, policy, OPTIN_EVALUATE_INHERIT);
+}
+
+int manager_opt_in_full(Manager *m, const char *cgroup, CgroupPolicy policy, OptInEvaluate evaluate) {
         OptInRuleKind kind = optin_rule_kind(cgroup);
         char why[CGROUP_WHY_MAX];
         uint64_t now;
@@ -138,7 +143,7 @@ int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy) {
                         return r;
                 cgroup_location_done(&loc);
         }
-        r = runtime_state_opt_in(&m->runtime, cgroup, policy);
+        r = runtime_state_opt_in_full(&m->runtime, cgroup, policy, evaluate);
         if (r < 0)
                 return r;
         save_runtime(m);
@@ -215,19 +220,80 @@ static int explain_unsampled(const Manager *m, const OptIn *o, Explanation *ret)
         return 0;
 }
 
+/* Appends (topic, text) to e, taking text. */
+static int explain_append(Explanation *e, const char *topic, char *text) {
+        ExplainLine *l = reallocarray(e->lines, e->n + 1, sizeof(ExplainLine));
+        if (!l) {
+                free(text);
+                return -ENOMEM;
+        }
+        e->lines = l;
+        l[e->n] = (ExplainLine){.topic = strdup(topic), .text = text};
+        if (!l[e->n].topic) {
+                free(text);
+                return -ENOMEM;
+        }
+        e->n++;
+        return 0;
+}
+
+/* What a trial or Evaluate=auto does to the cgroup: first, since it says
+ * why the rest may not apply (a hands-off block, steering off). */
+static int explain_trials(const Manager *m, const OptIn *o, uint64_t now, Explanation *e) {
+        _cleanup_(freep) TrialSummary *s = NULL;
+        size_t n = 0;
+        char *t = NULL;
+        int r;
+
+        r = manager_trial_summaries(m, &s, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                if (!streq(s[i].cgroup, o->name))
+                        continue;
+                if (asprintf(&t,
+                             "trial %s running, %.0f%% done, %s block now (hands-off blocks steer nothing): "
+                             "%s",
+                             s[i].id, s[i].progress * 100, s[i].arm, s[i].text) < 0)
+                        return -ENOMEM;
+                r = explain_append(e, "trial", TAKE_PTR(t));
+                if (r < 0)
+                        return r;
+        }
+        r = manager_evaluation_explain(m, o->name, now, &t);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        return explain_append(e, "evaluate", t);
+}
+
 int manager_explain(const Manager *m, const char *cgroup, Explanation *ret) {
         const OptIn *o = find_optin(m, cgroup);
+        _cleanup_(explanation_done) Explanation e = {};
         uint64_t now = 0;
+        int r;
 
         if (!o)
                 return -ENOENT;
-        if (!m->last_snapshot)
-                return explain_unsampled(m, o, ret);
-        Settings settings = m->config->settings;
-        settings.mode = m->mode;
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-        int r = policy_explain(m->last_snapshot, &settings, m->policy, m->last_plan, o->name, now, ret);
-        return r == -ENOENT ? explain_unsampled(m, o, ret) : r;
+        if (!m->last_snapshot)
+                r = explain_unsampled(m, o, &e);
+        else {
+                Settings settings = m->config->settings;
+                settings.mode = m->mode;
+                r = policy_explain(m->last_snapshot, &settings, m->policy, m->last_plan, o->name, now, &e);
+                if (r == -ENOENT)
+                        r = explain_unsampled(m, o, &e);
+        }
+        if (r < 0)
+                return r;
+        r = explain_trials(m, o, now, &e);
+        if (r < 0)
+                return r;
+        *ret = e;
+        e = (Explanation){};
+        return 0;
 }
 
 int manager_describe_json(const Manager *m, char **ret) {

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "manager-internal.h"
 #include "metrics.h"
+#include "manager-evaluate.h"
 #include "manager-trial.h"
 #include "sampling.h"
 
@@ -200,7 +201,7 @@ static int tick_cgroups(const Manager *m, TickCgroups *ret) {
         for (size_t i = 0; i < m->optins.n; i++) {
                 const OptIn *o = &m->optins.items[i];
                 /* A trial's hands-off block: as if opted out, its masks given back. */
-                if (!o->loc.dir || manager_trial_hands_off(m, o->name))
+                if (!o->loc.dir || manager_trial_hands_off(m, o->name) || manager_evaluation_hands_off(m, o->name))
                         continue;
                 t.cgs[t.n] = (SamplerCgroup){
                         .name = o->name,
@@ -301,7 +302,7 @@ static bool idle(const Manager *m) {
 
         actuator_counts(m->actuator, &nt, &nc);
         return nt + nc == 0 && sampler_all_quiet(m->sampler) && !policy_state_holds(m->policy) &&
-               !manager_trials_running(m); /* a trial's blocks keep time */
+               !manager_trials_running(m) && m->n_evals == 0; /* trials' blocks keep time */
 }
 
 static int tick(Manager *m, uint64_t now_us) {
@@ -356,6 +357,7 @@ static int tick(Manager *m, uint64_t now_us) {
                 apply_plan(m, snap, plan);
 
         manager_trials_tick(m, now_us, mode_applies(m->mode) ? plan : NULL);
+        manager_evaluations_tick(m, now_us);
         bus_emit_tick(m, m->last_snapshot, snap, mode_applies(m->mode) ? plan : NULL);
         snapshot_free(m->last_snapshot);
         m->last_snapshot = TAKE_PTR(snap);

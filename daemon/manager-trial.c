@@ -156,6 +156,10 @@ bool manager_trial_hands_off(const Manager *m, const char *cgroup) {
         return mt && trial_arm(mt->trial) == TRIAL_ARM_HANDS_OFF;
 }
 
+bool manager_trial_running_for(const Manager *m, const char *cgroup) {
+        return find_running(m, cgroup);
+}
+
 bool manager_trials_running(const Manager *m) {
         return m->n_trials > 0;
 }

@@ -61,6 +61,7 @@ void manager_trials_tick(Manager *m, uint64_t now_us, const Plan *plan);
 /* The cgroup is in a hands-off block: left out of the tick. */
 bool manager_trial_hands_off(const Manager *m, const char *cgroup);
 bool manager_trials_running(const Manager *m);
+bool manager_trial_running_for(const Manager *m, const char *cgroup);
 /* Every running trial ends (steerd stops, the mode steers nothing any more). */
 void manager_trials_end_all(Manager *m, TrialState state, const char *reason);
 void manager_trials_free(Manager *m);

@@ -6,6 +6,7 @@
 #include "bus.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "manager-evaluate.h"
 #include "manager-trial.h"
 #include "sampling.h"
 #include "trial-store.h"
@@ -335,6 +336,7 @@ Manager *manager_free(Manager *m) {
         free(m->state_dir);
         free(m->runtime_file);
         manager_trials_free(m);
+        manager_evaluations_free(m);
         free(m->trials_dir);
         topology_free(m->topo);
         hwloc_bitmap_free(m->online_seen);

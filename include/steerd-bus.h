@@ -32,6 +32,10 @@
  *                                        cgroup mounts (/proc/..., a symbolic link, a bind
  *                                        mount) is InvalidArgument, and so is a new rule beyond
  *                                        STEERD_RUNTIME_RULES_MAX
+ *   OptInEx(s cgroup, s policy, s evaluate)
+ *                                        OptIn with the opt-in's own Evaluate=: auto (a light trial
+ *                                        for good, steering off where it hurts), no, or "" (the
+ *                                        config's Evaluate=)
  *   OptOut(s cgroup)                     root or polkit; gives the cgroup's CPUs back; a glob or
  *                                        unit name opts that rule out (also the config's); at
  *                                        most STEERD_RUNTIME_RULES_MAX opt-outs are kept
@@ -72,6 +76,9 @@
  *   LLCOverload(u llc, b overloaded, d util)   when an LLC's overloaded flag flips
  *   ActionsApplied(u count, s plan_json)       after a tick that applied actions
  *   TrialProgress((sssssddddss) trial)         a trial started, ended a block or ended
+ *   SteeringEvaluated(s cgroup, b steering, s why)
+ *                                              Evaluate=auto turned a cgroup's steering off (it
+ *                                              hurt beyond HarmPercent=) or on again (the back-off)
  *
  * Property Trials a(sssssddddss): the running trials, as ListTrials.
  *

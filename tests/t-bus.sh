@@ -382,6 +382,7 @@ want_methods = {
     "SetMode": (("s",), ()),
     "ResetMode": ((), ("b",)),
     "OptIn": (("s", "s"), ()),
+    "OptInEx": (("s", "s", "s"), ()),
     "OptOut": (("s",), ()),
     "ListCgroups": ((), ("a(sssssu)",)),
     "ListCgroupsEx": ((), ("a(sssssus)",)),
@@ -394,7 +395,7 @@ want_methods = {
     "GetTrial": (("s",), ("s",)),
 }
 want_signals = {"ModeChanged": ("s",), "LLCOverload": ("u", "b", "d"), "ActionsApplied": ("u", "s"),
-                "TrialProgress": ("(sssssddddss)",)}
+                "TrialProgress": ("(sssssddddss)",), "SteeringEvaluated": ("s", "b", "s")}
 want_props = {"Mode": ("s", "read"), "ModeSource": ("s", "read"), "ModeSetUSec": ("t", "read"),
               "ConfigMode": ("s", "read"), "SamplePeriodUSec": ("t", "read"), "Version": ("s", "read"),
               "Counters": ("a{st}", "read"), "WakeSampling": ("s", "read"),

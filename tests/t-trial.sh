@@ -279,6 +279,58 @@ echo "vanished cgroup: ok"
 sctl 0 trials --json
 python3 -c "import json,sys; j=json.loads(sys.argv[1]); sys.exit(0 if len(j) == 8 else 1)" "$OUT" ||
         fail "trials: expected 8 records: $OUT"
+
+# ---- Evaluate=auto: steering that hurts is turned off ----
+# Four busy threads on this host's two CPUs: a window of one CPU (the guard
+# off, so that it stays) makes each wait for three others instead of one.
+# The other loads stopped. The opt-in's own --evaluate; blocks of 2 s,
+# every other one hands-off.
+for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+pkill -f "$LOAD" 2>/dev/null
+BG_PIDS=()
+cat >>"$TMP/steerd.conf" <<EOC
+EvaluateDuty=2
+EvaluateBlockMs=2s
+EvaluateRetryMs=1min
+[Policy]
+GuardWindowMs=0
+EOC
+sctl 0 reload
+mkcg "$NAME-e"
+load "$NAME-e" --threads 4 --duty 100 --seconds 600
+if command -v dbus-monitor >/dev/null; then
+        dbus-monitor --system "type='signal',interface='org.steerd1.Manager',member='SteeringEvaluated'" >"$TMP/signals" 2>&1 &
+        BG_PIDS+=($!)
+fi
+sctl 2 opt-in "/$NAME-e" --evaluate=sometimes
+sctl 0 opt-in "/$NAME-e" --evaluate
+for _ in $(seq 40); do
+        grep -q "Evaluate=auto" <<<"$("$STEERCTL" explain "/$NAME-e" 2>/dev/null)" && break
+        sleep 0.1
+done
+grep -q "Evaluate=auto: steering on" <<<"$("$STEERCTL" explain "/$NAME-e" 2>&1)" ||
+        fail "explain does not show the evaluation: $("$STEERCTL" explain "/$NAME-e" 2>&1)"
+off=
+for _ in $(seq 600); do
+        grep -q "Cgroup /$NAME-e: steering turned off" "$TMP/steerd.log" && { off=1; break; }
+        sleep 0.1
+done
+[ -n "$off" ] || fail "Evaluate=auto did not turn steering off within 60 s: $("$STEERCTL" explain "/$NAME-e" 2>&1 | grep evaluate)"
+sctl 0 explain "/$NAME-e"
+grep -q "steering is OFF: it hurt by more than HarmPercent=2.0%" <<<"$OUT" || fail "explain after the harm: $OUT"
+# Off means hands-off: nothing of the cgroup is held.
+sleep 1
+held=$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(sum(1 for k in ("cgroups", "threads") for e in s.get(k, []) if (e.get("cgroup") or e.get("name")) == sys.argv[2]))' "$TMP/run/state.json" "/$NAME-e" 2>/dev/null)
+[ "${held:-0}" = 0 ] || fail "steering is off, yet $held masks of /$NAME-e are held"
+if [ -f "$TMP/signals" ]; then
+        for _ in $(seq 20); do grep -q "SteeringEvaluated" "$TMP/signals" && break; sleep 0.1; done
+        grep -A3 "SteeringEvaluated" "$TMP/signals" | grep -q "boolean false" ||
+                fail "no SteeringEvaluated(false) signal: $(head -20 "$TMP/signals")"
+fi
+echo "Evaluate=auto: ok ($(grep "steering turned off: " "$TMP/steerd.log" | head -1 | sed "s/.*(latency/(latency/"))"
 kill -TERM "$DAEMON"
 wait "$DAEMON"
 rc=$?

@@ -127,6 +127,13 @@ static void test_bad_files(void **state) {
                 {"[OptIn]\n/a=fast\n", "unknown policy"},
                 {"[Manager]\nthis line has no equals sign\n", "syntax"},
                 {"[Manager]\nCountSteal=maybe\n", "not a boolean"},
+                {"[Manager]\nEvaluate=yes\n", "Evaluate is auto or no"},
+                {"[Manager]\nHarmPercent=0\n", "no harm is no threshold"},
+                {"[Manager]\nEvaluateDuty=1\n", "a duty of one block has no steered block"},
+                {"[Manager]\nEvaluateBlockMs=10ms\n", "blocks too short"},
+                {"[OptIn]\n/a=latency evaluate=maybe\n", "evaluate is auto or no"},
+                {"[OptIn]\n/a=latency fast=yes\n", "an unknown option"},
+                {"[OptIn]\n/a=latency evaluate=\n", "an empty evaluate"},
         };
         char *dir = test_mkdtemp();
 
@@ -228,6 +235,43 @@ static void test_missing(void **state) {
         config_free(c);
 }
 
+/* Evaluate=: global, and per [OptIn] line after the policy. */
+static void test_evaluate(void **state) {
+        char *dir = test_mkdtemp();
+        char *p = write_conf(dir, "e.conf",
+                             "[Manager]\nEvaluate=auto\nHarmPercent=5\nEvaluateDuty=4\nEvaluateBlockMs=10s\n"
+                             "EvaluateRetryMs=2h\n[OptIn]\n/a=latency\n/b=latency evaluate=no\n"
+                             "/c=balanced, evaluate=auto\n");
+        Config *c = NULL;
+
+        assert_int_equal(config_load(p, false, &c), 0);
+        assert_true(c->settings.evaluate);
+        assert_true(c->settings.harm_percent == 5);
+        assert_int_equal(c->settings.evaluate_duty, 4);
+        assert_int_equal(c->settings.evaluate_block_ms, 10000);
+        assert_int_equal(c->settings.evaluate_retry_ms, 2 * 3600 * 1000);
+        assert_int_equal(c->n_opt_ins, 3);
+        assert_int_equal(c->opt_ins[0].evaluate, OPTIN_EVALUATE_INHERIT);
+        assert_int_equal(c->opt_ins[1].evaluate, OPTIN_EVALUATE_NO);
+        assert_int_equal(c->opt_ins[2].evaluate, OPTIN_EVALUATE_AUTO);
+        assert_int_equal(c->opt_ins[2].policy, CGROUP_POLICY_BALANCED);
+        config_free(c);
+        free(p);
+
+        /* The defaults: off, 2%, one block in 8 of 30 s, 6 h. */
+        p = write_conf(dir, "d.conf", "[Manager]\n");
+        assert_int_equal(config_load(p, false, &c), 0);
+        assert_false(c->settings.evaluate);
+        assert_true(c->settings.harm_percent == 2);
+        assert_int_equal(c->settings.evaluate_duty, 8);
+        assert_int_equal(c->settings.evaluate_block_ms, 30000);
+        assert_int_equal(c->settings.evaluate_retry_ms, 6 * 3600 * 1000);
+        config_free(c);
+        free(p);
+        test_rm_rf(dir);
+        free(dir);
+}
+
 static void test_cgroup_paths(void **state) {
         assert_int_equal(optin_entry_validate_cgroup("/bench1"), 0);
         assert_int_equal(optin_entry_validate_cgroup("/sys/fs/cgroup/cpuset/bench1"), 0);
@@ -255,6 +299,7 @@ int main(void) {
                 cmocka_unit_test(test_bad_dropin_refuses_all),
                 cmocka_unit_test(test_missing),
                 cmocka_unit_test(test_cgroup_paths),
+                cmocka_unit_test(test_evaluate),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

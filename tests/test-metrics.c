@@ -62,8 +62,12 @@ static void test_render_and_write(void **state) {
  * parser steerd's trials use reads the file back. */
 static void test_trials(void **state) {
         MetricsTrial trials[] = {
-                {.cgroup = "/system.slice/app.service", .verdict = "better", .has_estimate = true, .ratio = 0.88,
-                 .ci_low = 0.84, .ci_high = 0.92},
+                {.cgroup = "/system.slice/app.service",
+                 .verdict = "better",
+                 .has_estimate = true,
+                 .ratio = 0.88,
+                 .ci_low = 0.84,
+                 .ci_high = 0.92},
                 {.cgroup = "/odd\"name", .verdict = "can't tell", .running = true},
         };
         MetricsCounters c = {.mode = "latency", .trials = trials, .n_trials = 2};
@@ -72,20 +76,28 @@ static void test_trials(void **state) {
         MetricReading r = {};
 
         assert_int_equal(metrics_render(NULL, &c, &text), 0);
-        assert_non_null(strstr(text, "steerd_trial_effect_ratio{cgroup=\"/system.slice/app.service\"} 0.88\n"));
-        assert_non_null(strstr(text, "steerd_trial_effect_ratio_ci_low{cgroup=\"/system.slice/app.service\"} 0.84\n"));
-        assert_non_null(strstr(text, "steerd_trial_effect_ratio_ci_high{cgroup=\"/system.slice/app.service\"} 0.92\n"));
+        assert_non_null(
+                strstr(text, "steerd_trial_effect_ratio{cgroup=\"/system.slice/app.service\"} 0.88\n"));
+        assert_non_null(strstr(
+                text, "steerd_trial_effect_ratio_ci_low{cgroup=\"/system.slice/app.service\"} 0.84\n"));
+        assert_non_null(strstr(
+                text, "steerd_trial_effect_ratio_ci_high{cgroup=\"/system.slice/app.service\"} 0.92\n"));
         assert_null(strstr(text, "steerd_trial_effect_ratio{cgroup=\"/odd"));
-        assert_non_null(strstr(text, "steerd_trial_verdict{cgroup=\"/odd\\\"name\",verdict=\"cant_tell\",running=\"yes\"} 1\n"));
-        assert_int_equal(metric_spec_parse("/x#steerd_trial_effect_ratio_ci_high{cgroup=\"/system.slice/app.service\"}",
-                                           &spec, NULL),
-                         0);
+        assert_non_null(strstr(
+                text,
+                "steerd_trial_verdict{cgroup=\"/odd\\\"name\",verdict=\"cant_tell\",running=\"yes\"} 1\n"));
+        assert_int_equal(
+                metric_spec_parse(
+                        "/x#steerd_trial_effect_ratio_ci_high{cgroup=\"/system.slice/app.service\"}", &spec,
+                        NULL),
+                0);
         assert_int_equal(exposition_read(text, &spec, &r, NULL), 0);
         assert_int_equal(r.type, METRIC_TYPE_GAUGE);
         assert_true(r.value == 0.92);
         metric_reading_done(&r);
         metric_spec_done(&spec);
-        assert_int_equal(metric_spec_parse("/x#steerd_trial_verdict{cgroup=\"/odd\\\"name\"}", &spec, NULL), 0);
+        assert_int_equal(metric_spec_parse("/x#steerd_trial_verdict{cgroup=\"/odd\\\"name\"}", &spec, NULL),
+                         0);
         assert_int_equal(exposition_read(text, &spec, &r, NULL), 0);
         assert_int_equal(r.n_matched, 1);
         metric_reading_done(&r);
@@ -93,6 +105,7 @@ static void test_trials(void **state) {
 }
 
 int main(void) {
-        const struct CMUnitTest tests[] = {cmocka_unit_test(test_render_and_write), cmocka_unit_test(test_trials)};
+        const struct CMUnitTest tests[] = {cmocka_unit_test(test_render_and_write),
+                                           cmocka_unit_test(test_trials)};
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -282,7 +282,9 @@ static void test_runtime_state(void **state) {
         s.has_mode = true;
         s.mode = MODE_LATENCY;
         assert_int_equal(runtime_state_opt_in(&s, "/a", CGROUP_POLICY_LATENCY), 0);
-        assert_int_equal(runtime_state_opt_in(&s, "/b", CGROUP_POLICY_BALANCED), 0);
+        assert_int_equal(runtime_state_opt_in_full(&s, "/b", CGROUP_POLICY_BALANCED, OPTIN_EVALUATE_AUTO),
+                         0);
+        assert_int_equal(runtime_state_opt_in_full(&s, "/b", CGROUP_POLICY_BALANCED, 7), -EINVAL);
         assert_int_equal(runtime_state_opt_out(&s, "/a"), 0); /* opt-out removes the opt-in */
         assert_int_equal(runtime_state_opt_out(&s, "/c"), 0);
         assert_int_equal(s.n_opt_ins, 1);
@@ -299,6 +301,7 @@ static void test_runtime_state(void **state) {
         assert_int_equal(back.n_opt_ins, 1);
         assert_string_equal(back.opt_ins[0].cgroup, "/b");
         assert_int_equal(back.opt_ins[0].policy, CGROUP_POLICY_BALANCED);
+        assert_int_equal(back.opt_ins[0].evaluate, OPTIN_EVALUATE_AUTO);
         assert_int_equal(back.n_opt_outs, 2);
         assert_int_equal(runtime_state_opt_in(&back, "/a", CGROUP_POLICY_LATENCY), 0); /* and back */
         assert_false(runtime_state_opted_out(&back, "/a"));

@@ -9,6 +9,7 @@
 #include "test-helpers.h"
 
 #include "cgroup-counters.h"
+#include "evaluate.h"
 #include "trial-store.h"
 #include "trial.h"
 
@@ -450,6 +451,94 @@ static void test_counter_values(void **unused) {
         test_rm_rf(root);
 }
 
+/* ---- Evaluate=auto ---- */
+
+/* Runs cycles of an evaluation: latency 50 x effect in the measured steered
+ * block, 50 in the hands-off one, +-3% noise. Returns the cycles it took to
+ * turn steering off (0: never within max_cycles). */
+static unsigned run_evaluation(Evaluation *e, double effect, unsigned max_cycles, uint64_t *now,
+                               uint64_t *rng) {
+        for (unsigned cycle = 1; cycle <= max_cycles; cycle++)
+                for (unsigned blk = 0; blk < e->duty; blk++) {
+                        bool off = evaluate_hands_off(e), measured = evaluate_measured(e);
+                        assert_int_equal(off, blk == e->off_pos);
+                        *now += e->block_us / 2;
+                        assert_int_equal(evaluate_tick(e, *now),
+                                         measured ? EVALUATE_STEP_MEASURE : EVALUATE_STEP_NONE);
+                        *now += e->block_us / 2;
+                        assert_int_equal(evaluate_tick(e, *now), EVALUATE_STEP_END);
+                        *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+                        double noise = 1 + 0.03 * ((double) (*rng >> 11) / (double) (1ULL << 53) * 2 - 1);
+                        double v = 50 * (off ? 1 : effect) * noise;
+                        bool turned_off;
+                        assert_int_equal(evaluate_end_block(e, *now, measured, v, &turned_off), 0);
+                        if (turned_off) {
+                                assert_int_equal(blk, e->duty - 1); /* only at a cycle's end */
+                                return cycle;
+                        }
+                }
+        return 0;
+}
+
+static void test_evaluate_schedule(void **unused) {
+        Evaluation e;
+        unsigned at[8] = {};
+
+        assert_int_equal(evaluate_init(&e, 1, SEC, 0.02, 3600 * SEC, 1, 0), -EINVAL);
+        assert_int_equal(evaluate_init(&e, 8, 0, 0.02, 3600 * SEC, 1, 0), -EINVAL);
+        assert_int_equal(evaluate_init(&e, 8, SEC, 0, 3600 * SEC, 1, 0), -EINVAL);
+        for (uint64_t seed = 0; seed < 400; seed++) {
+                assert_int_equal(evaluate_init(&e, 8, 10 * SEC, 0.02, 3600 * SEC, seed, 0), 0);
+                assert_in_range(e.off_pos, 1, 7);
+                assert_in_range(e.pair_pos, 0, 7);
+                assert_true(e.pair_pos + 1 == e.off_pos || e.pair_pos == e.off_pos + 1);
+                at[e.off_pos]++;
+        }
+        /* Never first, every other place taken. */
+        assert_int_equal(at[0], 0);
+        for (unsigned i = 1; i < 8; i++)
+                assert_true(at[i] > 20);
+}
+
+/* Harm well beyond HarmPercent turns steering off after the fewest pairs;
+ * the cgroup is hands-off until the back-off is over, then steered and
+ * judged afresh. */
+static void test_evaluate_harm(void **unused) {
+        Evaluation e;
+        uint64_t now = 0, rng = 5;
+
+        assert_int_equal(evaluate_init(&e, 8, 10 * SEC, 0.02, 3600 * SEC, 42, now), 0);
+        assert_int_equal(run_evaluation(&e, 1.25, 50, &now, &rng), EVALUATE_MIN_PAIRS);
+        assert_true(e.off && e.has_estimate && e.estimate.ci_low > 1.02);
+        assert_true(evaluate_hands_off(&e));
+        assert_false(evaluate_measured(&e));
+        assert_int_equal(evaluate_tick(&e, now + 3599 * SEC), EVALUATE_STEP_NONE);
+        assert_true(evaluate_hands_off(&e));
+        bool turned_off;
+        assert_int_equal(evaluate_end_block(&e, now, false, 0, &turned_off), -ESTALE);
+        assert_int_equal(evaluate_tick(&e, now + 3600 * SEC), EVALUATE_STEP_RETRY);
+        assert_false(e.off);
+        assert_int_equal(e.n_logs, 0);
+        assert_int_equal(e.times_off, 1);
+        now += 3600 * SEC;
+        /* The load changed: steering helps now, and stays on. */
+        assert_int_equal(run_evaluation(&e, 0.8, 40, &now, &rng), 0);
+        assert_true(e.has_estimate && e.estimate.ci_high < 1);
+        assert_int_equal(e.n_logs, EVALUATE_WINDOW_PAIRS);
+}
+
+/* No effect, or harm within the margin: steering stays on. */
+static void test_evaluate_no_harm(void **unused) {
+        Evaluation e;
+        uint64_t now = 0, rng = 9;
+
+        assert_int_equal(evaluate_init(&e, 4, 10 * SEC, 0.02, 3600 * SEC, 7, now), 0);
+        assert_int_equal(run_evaluation(&e, 1.0, 60, &now, &rng), 0);
+        assert_int_equal(evaluate_init(&e, 4, 10 * SEC, 0.05, 3600 * SEC, 8, now), 0);
+        assert_int_equal(run_evaluation(&e, 1.02, 60, &now, &rng), 0);
+        assert_false(e.off);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_schedule),          cmocka_unit_test(test_new_refuses),
@@ -457,7 +546,8 @@ int main(void) {
                 cmocka_unit_test(test_stream_helps),      cmocka_unit_test(test_stream_hurts),
                 cmocka_unit_test(test_stream_null),       cmocka_unit_test(test_verdict_text),
                 cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_store_interrupt_restart),
-                cmocka_unit_test(test_counter_values),
+                cmocka_unit_test(test_counter_values),    cmocka_unit_test(test_evaluate_schedule),
+                cmocka_unit_test(test_evaluate_harm),     cmocka_unit_test(test_evaluate_no_harm),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,7 @@ typedef struct OptIn {
         char *name; /* the cgroup: as the operator wrote it, a glob's match, or a unit's cgroup path */
         char *rule; /* what brought it in: the path, the glob, the unit name, or STEERD_XATTR */
         CgroupPolicy policy;
+        OptInEvaluate evaluate; /* the rule's own Evaluate= (INHERIT: the global one) */
         OptInSource source;
         CgroupLocation loc; /* loc.dir NULL: it does not exist (now), or it is refused */
         char *refused;      /* why its directory is refused (cgroup_dir_confined()), else NULL */
@@ -82,6 +83,7 @@ typedef struct OptInCandidate {
         const char *cgroup; /* a path (a rule of kind path, or what a glob or unit matched) */
         const char *rule;
         CgroupPolicy policy;
+        OptInEvaluate evaluate;
         OptInSource source;
 } OptInCandidate;
 

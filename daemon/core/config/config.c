@@ -20,8 +20,9 @@ typedef enum KeyType {
         KEY_BOOL,
         KEY_MODE,
         KEY_STICKY_SCOPE,
-        KEY_PATH, /* an absolute path or empty, into a char[4096] */
-        KEY_MSEC, /* milliseconds, or a time span ("100ms", "1s"), into a uint64_t */
+        KEY_PATH,     /* an absolute path or empty, into a char[4096] */
+        KEY_MSEC,     /* milliseconds, or a time span ("100ms", "1s"), into a uint64_t */
+        KEY_EVALUATE, /* auto | no, into a bool */
 } KeyType;
 
 typedef struct KeyDef {
@@ -44,6 +45,11 @@ static const KeyDef key_table[] = {
         K("Manager", "MetricsFile", KEY_PATH, metrics_file, 0, 0),
         K("Manager", "MetricsIntervalMs", KEY_MSEC, metrics_interval_ms, 100, 3600000),
         K("Manager", "RescanIntervalMs", KEY_MSEC, rescan_interval_ms, 100, 3600000),
+        K("Manager", "Evaluate", KEY_EVALUATE, evaluate, 0, 0),
+        K("Manager", "HarmPercent", KEY_DOUBLE, harm_percent, 0.1, 50),
+        K("Manager", "EvaluateDuty", KEY_UINT, evaluate_duty, 2, 64),
+        K("Manager", "EvaluateBlockMs", KEY_MSEC, evaluate_block_ms, 1000, 3600000),
+        K("Manager", "EvaluateRetryMs", KEY_MSEC, evaluate_retry_ms, 60000, 7 * 86400000.0),
         K("Policy", "MinWindowCores", KEY_UINT, min_window_cores, 1, 65536),
         K("Policy", "WindowHeadroom", KEY_FRACTION, window_headroom, 0, 10),
         K("Policy", "MinLLCCPUs", KEY_UINT, min_llc_cpus, 1, 65536),
@@ -227,6 +233,11 @@ static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
                                            value);
                 strcpy(field, value);
                 return 0;
+        case KEY_EVALUATE:
+                if (!streq(value, "auto") && !streq(value, "no"))
+                        return parse_error(ps, ps->line, "%s=: '%s' is neither auto nor no", k->name, value);
+                *(bool *) field = streq(value, "auto");
+                return 0;
         case KEY_BOOL:
                 if (parse_bool(value, (bool *) field) < 0)
                         return parse_error(ps, ps->line, "%s=: '%s' is not a boolean", k->name, value);
@@ -273,8 +284,31 @@ static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
         return 0;
 }
 
-static int add_opt_in(ParseState *ps, const char *cgroup, const char *value) {
+static int add_opt_in(ParseState *ps, const char *cgroup, const char *text) {
         Config *c = ps->config;
+        OptInEvaluate ev = OPTIN_EVALUATE_INHERIT;
+        char value[64] = "";
+
+        /* "POLICY" or "POLICY evaluate=auto|no" (blanks or a comma between). */
+        size_t len = strcspn(text, " \t,");
+        if (len < sizeof(value))
+                memcpy(value, text, len);
+        for (const char *p = text + len; *p;) {
+                p += strspn(p, " \t,");
+                if (!*p)
+                        break;
+                size_t k = strcspn(p, " \t,");
+                char opt[64] = "";
+                if (k < sizeof(opt))
+                        memcpy(opt, p, k);
+                const char *v = startswith_literal(opt, "evaluate=");
+                if (!v || (ev = optin_evaluate_from_string(v)) <= OPTIN_EVALUATE_INHERIT)
+                        return parse_error(
+                                ps, ps->line,
+                                "[OptIn] %s=: unknown option '%.*s' (evaluate=auto or evaluate=no)", cgroup,
+                                (int) k, p);
+                p += k;
+        }
         CgroupPolicy p = cgroup_policy_from_string(value);
 
         if (optin_rule_kind(cgroup) < 0)
@@ -295,6 +329,7 @@ static int add_opt_in(ParseState *ps, const char *cgroup, const char *value) {
         for (size_t i = 0; i < c->n_opt_ins; i++)
                 if (streq(c->opt_ins[i].cgroup, cgroup)) {
                         c->opt_ins[i].policy = p;
+                        c->opt_ins[i].evaluate = ev;
                         free(c->opt_ins[i].origin);
                         c->opt_ins[i].origin = origin;
                         return 0;
@@ -311,7 +346,8 @@ static int add_opt_in(ParseState *ps, const char *cgroup, const char *value) {
                 free(origin);
                 return -ENOMEM;
         }
-        c->opt_ins[c->n_opt_ins++] = (OptInEntry){.cgroup = dup, .policy = p, .origin = origin};
+        c->opt_ins[c->n_opt_ins++] =
+                (OptInEntry){.cgroup = dup, .policy = p, .evaluate = ev, .origin = origin};
         return 0;
 }
 

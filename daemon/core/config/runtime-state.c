@@ -41,9 +41,16 @@ static int remove_opt_out(RuntimeState *s, const char *cgroup) {
 }
 
 int runtime_state_opt_in(RuntimeState *s, const char *cgroup, CgroupPolicy p) {
+        return runtime_state_opt_in_full(s, cgroup, p, OPTIN_EVALUATE_INHERIT);
+}
+
+int runtime_state_opt_in_full(RuntimeState *s, const char *cgroup, CgroupPolicy p, OptInEvaluate ev) {
+        if (ev < 0 || ev >= _OPTIN_EVALUATE_MAX)
+                return -EINVAL;
         for (size_t i = 0; i < s->n_opt_ins; i++)
                 if (streq(s->opt_ins[i].cgroup, cgroup)) {
                         s->opt_ins[i].policy = p;
+                        s->opt_ins[i].evaluate = ev;
                         remove_opt_out(s, cgroup);
                         return 0;
                 }
@@ -57,7 +64,7 @@ int runtime_state_opt_in(RuntimeState *s, const char *cgroup, CgroupPolicy p) {
         char *d = strdup(cgroup);
         if (!d)
                 return -ENOMEM;
-        s->opt_ins[s->n_opt_ins++] = (OptInEntry){.cgroup = d, .policy = p};
+        s->opt_ins[s->n_opt_ins++] = (OptInEntry){.cgroup = d, .policy = p, .evaluate = ev};
         return 0;
 }
 
@@ -144,10 +151,16 @@ static int parse_opt_ins(json_object *v, RuntimeState *s, Checker *k) {
                         return -EBADMSG;
                 const char *cg = json_object_get_string(c);
                 CgroupPolicy pol = cgroup_policy_from_string(json_object_get_string(p));
+                OptInEvaluate ev = OPTIN_EVALUATE_INHERIT;
+                json_object *x;
+                if (json_object_object_get_ex(e, "evaluate", &x) &&
+                    (!json_object_is_type(x, json_type_string) ||
+                     (ev = optin_evaluate_from_string(json_object_get_string(x))) < 0))
+                        return -EBADMSG;
                 int r = check_rule(k, true, i, cg);
                 if (r < 0 || pol < 0)
                         return -EBADMSG;
-                r = runtime_state_opt_in(s, cg, pol);
+                r = runtime_state_opt_in_full(s, cg, pol, ev);
                 if (r < 0)
                         return r;
         }
@@ -242,6 +255,10 @@ int runtime_state_save(const RuntimeState *s, const char *path) {
                 json_object_object_add(e, "cgroup", json_object_new_string(s->opt_ins[i].cgroup));
                 json_object_object_add(
                         e, "policy", json_object_new_string(cgroup_policy_to_string(s->opt_ins[i].policy)));
+                if (s->opt_ins[i].evaluate != OPTIN_EVALUATE_INHERIT)
+                        json_object_object_add(
+                                e, "evaluate",
+                                json_object_new_string(optin_evaluate_to_string(s->opt_ins[i].evaluate)));
                 json_object_array_add(ins, e);
         }
         for (size_t i = 0; i < s->n_opt_outs; i++)

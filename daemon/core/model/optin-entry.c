@@ -161,3 +161,11 @@ bool optin_glob_match(const char *pattern, const char *path) {
                 return streq(pattern, "/") || streq(pattern, "/**");
         return glob_match(pattern + 1, path + 1);
 }
+
+static const char *const optin_evaluate_table[_OPTIN_EVALUATE_MAX] = {
+        [OPTIN_EVALUATE_INHERIT] = "",
+        [OPTIN_EVALUATE_NO] = "no",
+        [OPTIN_EVALUATE_AUTO] = "auto",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(optin_evaluate, OptInEvaluate, _OPTIN_EVALUATE_MAX);

@@ -18,9 +18,23 @@
 
 #include "snapshot.h"
 
+/* Evaluate=auto for one opt-in: as the global Evaluate= (inherit), or not. */
+typedef enum OptInEvaluate {
+        OPTIN_EVALUATE_INHERIT,
+        OPTIN_EVALUATE_NO,
+        OPTIN_EVALUATE_AUTO,
+        _OPTIN_EVALUATE_MAX,
+        _OPTIN_EVALUATE_INVALID = -EINVAL,
+} OptInEvaluate;
+
+/* "", "no", "auto" */
+const char *optin_evaluate_to_string(OptInEvaluate e);
+OptInEvaluate optin_evaluate_from_string(const char *s);
+
 typedef struct OptInEntry {
         char *cgroup; /* "/bench1", "/system.slice/app.service", or an absolute directory path */
         CgroupPolicy policy;
+        OptInEvaluate evaluate;
         char *origin; /* a config line: "FILE:LINE" of the line that set it, for messages; else NULL */
 } OptInEntry;
 

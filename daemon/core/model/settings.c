@@ -54,4 +54,9 @@ void settings_init_defaults(Settings *s) {
         s->guard_wait_floor = 10;
         s->guard_pressure_floor = 1.0;
         s->guard_backoff_max = 64;
+        s->evaluate = false;
+        s->harm_percent = 2;
+        s->evaluate_duty = 8;
+        s->evaluate_block_ms = 30000;
+        s->evaluate_retry_ms = 6 * 3600 * 1000;
 }

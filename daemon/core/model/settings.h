@@ -87,6 +87,14 @@ typedef struct Settings {
         unsigned guard_backoff_max;       /* GuardBackoffMax=, 64: a policy backs off GuardWindowMs * 2^n
                                            * after its n-th revert in a row, at most this many
                                            * GuardWindowMs */
+        /* Evaluate=auto (docs/TRIALS.md): a light trial for good per opted-in
+         * cgroup, steering turned off where it hurts. The engine never reads
+         * these; the manager does. */
+        bool evaluate;                /* Evaluate=, no (auto: yes) */
+        double harm_percent;          /* HarmPercent=, 2: the harm that turns steering off */
+        unsigned evaluate_duty;       /* EvaluateDuty=, 8: one hands-off block in this many */
+        uint64_t evaluate_block_ms;   /* EvaluateBlockMs=, 30000 */
+        uint64_t evaluate_retry_ms;   /* EvaluateRetryMs=, 6 h: steering is tried again after */
 } Settings;
 
 void settings_init_defaults(Settings *s);

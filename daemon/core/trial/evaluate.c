@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+#include <math.h>
+
+#include "evaluate.h"
+
+static uint64_t next_random(uint64_t *state) {
+        /* splitmix64, as the trials' block order. */
+        uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
+        z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+        z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+        return z ^ (z >> 31);
+}
+
+static void start_cycle(Evaluation *e, uint64_t now_us) {
+        e->pos = 0;
+        e->off_pos = 1 + (unsigned) (next_random(&e->rng) % (e->duty - 1));
+        if (e->off_pos + 1 >= e->duty || (next_random(&e->rng) & 1))
+                e->pair_pos = e->off_pos - 1;
+        else
+                e->pair_pos = e->off_pos + 1;
+        e->block_start_us = now_us;
+        e->measuring = false;
+        for (int a = 0; a < _TRIAL_ARM_MAX; a++)
+                e->has[a] = false;
+}
+
+int evaluate_init(Evaluation *e, unsigned duty, uint64_t block_us, double harm, uint64_t retry_us,
+                  uint64_t seed, uint64_t now_us) {
+        if (duty < 2 || block_us == 0 || !(harm > 0 && harm < 1))
+                return -EINVAL;
+        *e = (Evaluation){
+                .duty = duty,
+                .block_us = block_us,
+                .retry_us = retry_us,
+                .harm = harm,
+                .rng = seed,
+        };
+        start_cycle(e, now_us);
+        return 0;
+}
+
+bool evaluate_hands_off(const Evaluation *e) {
+        return e->off || e->pos == e->off_pos;
+}
+
+bool evaluate_measured(const Evaluation *e) {
+        return !e->off && (e->pos == e->off_pos || e->pos == e->pair_pos);
+}
+
+EvaluateStep evaluate_tick(Evaluation *e, uint64_t now_us) {
+        if (e->off) {
+                if (now_us < e->retry_at_us)
+                        return EVALUATE_STEP_NONE;
+                /* Steering again, and judged afresh: the load may have changed. */
+                e->off = false;
+                e->n_logs = e->next_log = 0;
+                e->has_estimate = false;
+                start_cycle(e, now_us);
+                return EVALUATE_STEP_RETRY;
+        }
+        uint64_t in = now_us - e->block_start_us;
+        if (evaluate_measured(e) && !e->measuring && in >= e->block_us / 2) {
+                e->measuring = true;
+                return EVALUATE_STEP_MEASURE;
+        }
+        return in >= e->block_us ? EVALUATE_STEP_END : EVALUATE_STEP_NONE;
+}
+
+int evaluate_end_block(Evaluation *e, uint64_t now_us, bool has, double value, bool *ret_turned_off) {
+        bool turned_off = false;
+
+        if (e->off)
+                return -ESTALE;
+        if (evaluate_measured(e) && e->measuring && has && isfinite(value) && value > 0) {
+                TrialArm a = e->pos == e->off_pos ? TRIAL_ARM_HANDS_OFF : TRIAL_ARM_STEERED;
+                e->has[a] = true;
+                e->value[a] = value;
+        }
+        e->measuring = false;
+        if (++e->pos < e->duty) {
+                e->block_start_us = now_us;
+                *ret_turned_off = false;
+                return 0;
+        }
+        /* The cycle is over: its pair, if both were measured. */
+        if (e->has[TRIAL_ARM_STEERED] && e->has[TRIAL_ARM_HANDS_OFF]) {
+                e->logs[e->next_log] = log(e->value[TRIAL_ARM_STEERED]) - log(e->value[TRIAL_ARM_HANDS_OFF]);
+                e->next_log = (e->next_log + 1) % EVALUATE_WINDOW_PAIRS;
+                e->n_logs = MIN(e->n_logs + 1, (size_t) EVALUATE_WINDOW_PAIRS);
+                e->pairs_total++;
+                RatioEstimate est;
+                StatsVerdict v;
+                if (e->n_logs >= 2 && stats_log_ratios(e->logs, e->n_logs, &est) >= 0) {
+                        e->estimate = est;
+                        e->has_estimate = true;
+                        if (e->n_logs >= EVALUATE_MIN_PAIRS &&
+                            stats_verdict(&est, false, e->harm, &v) >= 0 && v == STATS_VERDICT_WORSE) {
+                                turned_off = true;
+                                e->off = true;
+                                e->off_since_us = now_us;
+                                e->retry_at_us = now_us + e->retry_us;
+                                e->times_off++;
+                        }
+                }
+        }
+        start_cycle(e, now_us);
+        *ret_turned_off = turned_off;
+        return 0;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Evaluate=auto: a light trial that runs for good on an opted-in cgroup,
+ * and turns steering off where it hurts.
+ *
+ * Blocks follow each other in cycles of `duty` blocks: one of them, at a
+ * random place (never the first, so that it follows a steered block), is
+ * hands-off; one steered block next to it (before or after, at random) is
+ * its pair. Only those two are measured, both on their second half (the
+ * first is settling; equal halves compare fairly), by the cgroup's
+ * run-queue delay per time slice (lower is better). Each cycle gives one
+ * log-ratio; the last EVALUATE_WINDOW_PAIRS make the estimate (stats.h).
+ * When its interval lies above 1 + harm (stats_verdict() WORSE), steering
+ * is turned off: the cgroup is hands-off until retry_us later, when
+ * steering and the evaluation start afresh.
+ *
+ * What it costs: one block in `duty` forgoes whatever steering gains; that
+ * and the two reads of a measured block are all. Pure: the manager reads the
+ * counters and gives the figures in, with the time. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "stats.h"
+#include "trial.h"
+
+#define EVALUATE_WINDOW_PAIRS 16
+/* Fewest pairs before a verdict can turn steering off. */
+#define EVALUATE_MIN_PAIRS 4
+
+typedef enum EvaluateStep {
+        EVALUATE_STEP_NONE,
+        EVALUATE_STEP_MEASURE, /* a measured block's second half starts: read the counters */
+        EVALUATE_STEP_END,     /* the block ended: evaluate_end_block() (measured: with its figure) */
+        EVALUATE_STEP_RETRY,   /* the back-off is over: steering is on again */
+} EvaluateStep;
+
+typedef struct Evaluation {
+        unsigned duty;
+        uint64_t block_us, retry_us;
+        double harm; /* 0.02 = 2% */
+        uint64_t rng;
+
+        unsigned pos;      /* the block in force, within the cycle */
+        unsigned off_pos;  /* the cycle's hands-off block */
+        unsigned pair_pos; /* its steered pair */
+        uint64_t block_start_us;
+        bool measuring;
+        bool has[_TRIAL_ARM_MAX];
+        double value[_TRIAL_ARM_MAX];
+
+        double logs[EVALUATE_WINDOW_PAIRS]; /* ln(steered / hands-off), a ring */
+        size_t n_logs, next_log;
+        uint64_t pairs_total;
+        bool has_estimate;
+        RatioEstimate estimate;
+
+        bool off; /* steering turned off for harm */
+        uint64_t off_since_us, retry_at_us;
+        unsigned times_off;
+} Evaluation;
+
+/* -EINVAL for duty < 2, a block of 0, harm not in (0, 1). */
+int evaluate_init(Evaluation *e, unsigned duty, uint64_t block_us, double harm, uint64_t retry_us,
+                  uint64_t seed, uint64_t now_us);
+/* Hands-off now: the cycle's hands-off block, or steering is off. */
+bool evaluate_hands_off(const Evaluation *e) _pure_;
+/* The block in force is measured. */
+bool evaluate_measured(const Evaluation *e) _pure_;
+EvaluateStep evaluate_tick(Evaluation *e, uint64_t now_us);
+/* The block in force ended; has/value: its figure when measured. Sets
+ * *ret_turned_off when this block's pair made the estimate say harm. */
+int evaluate_end_block(Evaluation *e, uint64_t now_us, bool has, double value, bool *ret_turned_off);
