@@ -177,7 +177,7 @@ fi
 for h in $HELPER_MODES; do
         expect_completion "$h" "mode monitor" steerctl mo
         expect_completion "$h" "off observe latency balanced" steerctl mode ""
-        expect_completion "$h" "status mode opt-in opt-out list top monitor reload explain" steerctl ""
+        expect_completion "$h" "status mode opt-in opt-out list top monitor reload explain trial trials" steerctl ""
         expect_completion "$h" "--reset" steerctl mode --re
         expect_completion "$h" "latency balanced" steerctl opt-in --policy ""
         expect_completion "$h" "balanced" steerctl opt-in -p b

@@ -1,9 +1,10 @@
 # bash completion for steerctl(1)                          -*- shell-script -*-
 # SPDX-License-Identifier: MIT
 #
-# Verbs, modes, policies and options; for opt-in and opt-out the cgroups
-# that the running steerd has opted in (steerctl list), and for opt-in also
-# the cgroup directories of this host. Installed as
+# Verbs, modes, policies and options; for opt-in, opt-out, explain and
+# trial the cgroups that the running steerd has opted in (steerctl list),
+# for opt-in also the cgroup directories of this host, and for trial --show
+# the kept trials' IDs (steerctl trials). Installed as
 # share/bash-completion/completions/steerctl; works with or without the
 # bash-completion package's helpers.
 
@@ -32,6 +33,22 @@ _steerctl_opted_in() {
         # The first column of the table; every row is one cgroup.
         timeout 2 "$ctl" list --no-legend --json=off 2>/dev/null | while read -r name _; do
                 [[ $name == /* ]] && printf '%s\n' "$name"
+        done
+}
+
+# The IDs of the kept trials, one per line; quietly nothing without steerd,
+# which is asked only when it owns its name, as above.
+_steerctl_trial_ids() {
+        local ctl owner
+        ctl=$(_steerctl_binary) || return 0
+        if type -P busctl >/dev/null; then
+                owner=$(timeout 2 busctl call --system org.freedesktop.DBus /org/freedesktop/DBus \
+                        org.freedesktop.DBus NameHasOwner s org.steerd1 2>/dev/null) || return 0
+                [[ $owner == "b true" ]] || return 0
+        fi
+        # The first column of the table; every row is one trial.
+        timeout 2 "$ctl" trials --no-legend --json=off 2>/dev/null | while read -r id _; do
+                [[ -n $id ]] && printf '%s\n' "$id"
         done
 }
 
@@ -101,23 +118,27 @@ _steerctl() {
                 fi
         fi
 
-        local -a verbs=(status mode opt-in opt-out list top monitor reload explain)
+        local -a verbs=(status mode opt-in opt-out list top monitor reload explain trial trials)
         local -a modes=(off observe latency balanced)
         local -a policies=(latency balanced)
         local -a common=(-h --help --version --json --json= --no-legend --no-pager)
-        local -a policy_opts=(-p --policy --policy=)
+        local -a policy_opts=(-p --policy --policy= --evaluate --evaluate=)
         local -a top_opts=(--once -n --iterations --iterations= -d --delay --delay=)
         local -a mode_opts=(--reset)
-        local verb='' i n_args=0 w
+        local -a trial_opts=(--duration --duration= --block --block= --metric --metric=
+                --higher-is-better --lower-is-better --stop --show --no-wait)
+        local -a metrics=(latency slices pressure)
+        local verb='' i n_args=0 w show=false
 
         # The verb is the first word that is neither an option nor an
         # option's argument; count the arguments after it.
         for ((i = 1; i < cword; i++)); do
                 w=${words[i]}
                 case $w in
-                -p | --policy | -n | --iterations | -d | --delay)
+                -p | --policy | -n | --iterations | -d | --delay | --duration | --block | --metric)
                         ((i++))
                         ;;
+                --show) show=true ;;
                 -*) ;;
                 *)
                         if [[ -z $verb ]]; then
@@ -140,8 +161,19 @@ _steerctl() {
                         return
                 fi
                 ;;
-        -n | --iterations | -d | --delay)
-                return # a number
+        --evaluate)
+                if $split; then
+                        _steerctl_match auto no
+                        return
+                fi
+                ;;
+        --metric)
+                # Or SOURCE#NAME{LABELS}@AGG, which is the operator's to write.
+                _steerctl_match "${metrics[@]}"
+                return
+                ;;
+        -n | --iterations | -d | --delay | --duration | --block)
+                return # a number, a time span
                 ;;
         esac
 
@@ -151,7 +183,8 @@ _steerctl() {
                 opt-in) opts+=("${policy_opts[@]}") ;;
                 top) opts+=("${top_opts[@]}") ;;
                 mode) opts+=("${mode_opts[@]}") ;;
-                '') opts+=("${policy_opts[@]}" "${top_opts[@]}" "${mode_opts[@]}") ;;
+                trial) opts+=("${trial_opts[@]}") ;;
+                '') opts+=("${policy_opts[@]}" "${top_opts[@]}" "${mode_opts[@]}" "${trial_opts[@]}") ;;
                 esac
                 _steerctl_match "${opts[@]}"
                 # --json= and the like wait for their value.
@@ -171,9 +204,11 @@ _steerctl() {
         mode)
                 _steerctl_match "${modes[@]}"
                 ;;
-        opt-out | opt-in | explain)
+        opt-out | opt-in | explain | trial)
                 local -a names
-                if [[ $verb == opt-in ]]; then
+                if [[ $verb == trial ]] && $show; then
+                        mapfile -t names < <(_steerctl_trial_ids)
+                elif [[ $verb == opt-in ]]; then
                         # The opted-in ones (to change their policy) and the
                         # host's cgroups, each once.
                         mapfile -t names < <({

@@ -412,30 +412,12 @@ static bool labels_match(const Reader *rd, SampleKind kind) {
         return true;
 }
 
-static int read_sample(Reader *rd, const char *p, const char *eol, const char **reason) {
-        const char *name = p, *v;
-        SampleKind kind;
+/* The value and the optional timestamp after a sample's name and labels. */
+static int scan_value(const char *p, const char *eol, double *ret, const char **reason) {
+        const char *v = p;
         double value;
         int r;
 
-        p = scan_name(p, eol, /* colon= */ true);
-        if (p == name || (p < eol && !is_blank(*p) && *p != '{')) {
-                *reason = "invalid metric name";
-                return -EINVAL;
-        }
-        kind = sample_kind(rd, name, p - name);
-        rd->n_toks = 0;
-        p = skip_blanks(p, eol);
-        if (p < eol && *p == '{') {
-                p++;
-                r = scan_labels(&p, eol, kind != KIND_NONE ? &rd->toks : NULL, &rd->n_toks, &rd->cap_toks,
-                                SELECTED_LABELS_MAX, reason);
-                if (r < 0)
-                        return r;
-                p = skip_blanks(p, eol);
-        }
-
-        v = p;
         while (p < eol && !is_blank(*p))
                 p++;
         r = parse_float(v, p - v, &value);
@@ -460,6 +442,63 @@ static int read_sample(Reader *rd, const char *p, const char *eol, const char **
                         return -EINVAL;
                 }
         }
+        *ret = value;
+        return 0;
+}
+
+/* A selected bucket's le label, a number (not NaN). */
+static int bucket_le(const Reader *rd, double *ret, const char **reason) {
+        const LabelTok *t = NULL;
+        double le;
+        int r;
+
+        for (size_t i = 0; i < rd->n_toks && !t; i++)
+                if (span_eq(rd->toks[i].name, rd->toks[i].name_len, "le"))
+                        t = &rd->toks[i];
+        if (!t) {
+                *reason = "bucket without le label";
+                return -EINVAL;
+        }
+        _cleanup_(freep) char *s = unescape(t->raw, t->raw_len);
+        if (!s)
+                return -ENOMEM;
+        r = parse_float(s, strlen(s), &le);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || isnan(le)) {
+                *reason = "invalid le label";
+                return -EINVAL;
+        }
+        *ret = le;
+        return 0;
+}
+
+static int read_sample(Reader *rd, const char *p, const char *eol, const char **reason) {
+        const char *name = p;
+        SampleKind kind;
+        double value;
+        int r;
+
+        p = scan_name(p, eol, /* colon= */ true);
+        if (p == name || (p < eol && !is_blank(*p) && *p != '{')) {
+                *reason = "invalid metric name";
+                return -EINVAL;
+        }
+        kind = sample_kind(rd, name, p - name);
+        rd->n_toks = 0;
+        p = skip_blanks(p, eol);
+        if (p < eol && *p == '{') {
+                p++;
+                r = scan_labels(&p, eol, kind != KIND_NONE ? &rd->toks : NULL, &rd->n_toks, &rd->cap_toks,
+                                SELECTED_LABELS_MAX, reason);
+                if (r < 0)
+                        return r;
+                p = skip_blanks(p, eol);
+        }
+
+        r = scan_value(p, eol, &value, reason);
+        if (r < 0)
+                return r;
 
         if (kind == KIND_NONE)
                 return 0;
@@ -473,24 +512,9 @@ static int read_sample(Reader *rd, const char *p, const char *eol, const char **
 
         double le = 0;
         if (kind == KIND_BUCKET) {
-                const LabelTok *t = NULL;
-                for (size_t i = 0; i < rd->n_toks && !t; i++)
-                        if (span_eq(rd->toks[i].name, rd->toks[i].name_len, "le"))
-                                t = &rd->toks[i];
-                if (!t) {
-                        *reason = "bucket without le label";
-                        return -EINVAL;
-                }
-                _cleanup_(freep) char *s = unescape(t->raw, t->raw_len);
-                if (!s)
-                        return -ENOMEM;
-                r = parse_float(s, strlen(s), &le);
-                if (r == -ENOMEM)
+                r = bucket_le(rd, &le, reason);
+                if (r < 0)
                         return r;
-                if (r < 0 || isnan(le)) {
-                        *reason = "invalid le label";
-                        return -EINVAL;
-                }
         }
 
         if (!labels_match(rd, kind))
@@ -763,6 +787,60 @@ void metric_url_done(MetricUrl *url) {
         *url = (MetricUrl){};
 }
 
+/* The host of an http:// source, a loopback address only, made canonical
+ * in place: "::1", "localhost", or the dotted quad. */
+static int loopback_host(char **host, bool ipv6, const char *prefix, char **ret_error) {
+        char *canonical;
+
+        if (ipv6) {
+                struct in6_addr a6;
+                if (inet_pton(AF_INET6, *host, &a6) != 1 || !IN6_IS_ADDR_LOOPBACK(&a6))
+                        return set_error(
+                                ret_error, -EPERM,
+                                "%sonly the loopback address (127.0.0.0/8, [::1], localhost) is allowed, "
+                                "not [%s]",
+                                prefix, *host);
+                canonical = strdup("::1");
+        } else if (strcasecmp(*host, "localhost") == 0)
+                canonical = strdup("localhost");
+        else {
+                struct in_addr a4;
+                char buf[INET_ADDRSTRLEN];
+                if (inet_pton(AF_INET, *host, &a4) != 1 || (ntohl(a4.s_addr) >> 24) != 127)
+                        return set_error(
+                                ret_error, -EPERM,
+                                "%sonly the loopback address (127.0.0.0/8, [::1], localhost) is allowed, "
+                                "not %s",
+                                prefix, *host);
+                if (!inet_ntop(AF_INET, &a4, buf, sizeof(buf)))
+                        return -EINVAL;
+                canonical = strdup(buf);
+        }
+        if (!canonical)
+                return -ENOMEM;
+        free(*host);
+        *host = canonical;
+        return 0;
+}
+
+/* 1..65535, at most 5 digits. */
+static int parse_port(const char *s, size_t n, unsigned long *ret, const char *prefix, char **ret_error) {
+        unsigned long port = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                if (!is_digit(s[i]) || i >= 5) {
+                        port = 0;
+                        break;
+                }
+                port = port * 10 + (unsigned long) (s[i] - '0');
+        }
+        if (port == 0 || port > 65535)
+                return set_error(ret_error, -EINVAL, "%sbad port '%.*s' in the URL", prefix,
+                                 (int) MIN(n, (size_t) 32), s);
+        *ret = port;
+        return 0;
+}
+
 /* Errors start with prefix ("metric source: " or "metric spec: "). */
 static int url_parse(const char *url, const char *prefix, MetricUrl *ret, char **ret_error) {
         _cleanup_(freep) char *host = NULL, *path = NULL;
@@ -817,49 +895,13 @@ static int url_parse(const char *url, const char *prefix, MetricUrl *ret, char *
         if (!*host)
                 return set_error(ret_error, -EINVAL, "%sno host in the URL", prefix);
 
-        if (ipv6) {
-                struct in6_addr a6;
-                if (inet_pton(AF_INET6, host, &a6) != 1 || !IN6_IS_ADDR_LOOPBACK(&a6))
-                        return set_error(
-                                ret_error, -EPERM,
-                                "%sonly the loopback address (127.0.0.0/8, [::1], localhost) is allowed, "
-                                "not [%s]",
-                                prefix, host);
-                free(host);
-                host = strdup("::1");
-        } else if (strcasecmp(host, "localhost") == 0) {
-                free(host);
-                host = strdup("localhost");
-        } else {
-                struct in_addr a4;
-                char buf[INET_ADDRSTRLEN];
-                if (inet_pton(AF_INET, host, &a4) != 1 || (ntohl(a4.s_addr) >> 24) != 127)
-                        return set_error(
-                                ret_error, -EPERM,
-                                "%sonly the loopback address (127.0.0.0/8, [::1], localhost) is allowed, "
-                                "not %s",
-                                prefix, host);
-                if (!inet_ntop(AF_INET, &a4, buf, sizeof(buf)))
-                        return -EINVAL;
-                free(host);
-                host = strdup(buf);
-        }
-        if (!host)
-                return -ENOMEM;
-
+        int r = loopback_host(&host, ipv6, prefix, ret_error);
+        if (r < 0)
+                return r;
         if (port_s) {
-                size_t n = auth_end - port_s;
-                port = 0;
-                for (size_t i = 0; i < n; i++) {
-                        if (!is_digit(port_s[i]) || i >= 5) {
-                                port = 0;
-                                break;
-                        }
-                        port = port * 10 + (port_s[i] - '0');
-                }
-                if (port == 0 || port > 65535)
-                        return set_error(ret_error, -EINVAL, "%sbad port '%.*s' in the URL", prefix,
-                                         (int) MIN(n, (size_t) 32), port_s);
+                r = parse_port(port_s, auth_end - port_s, &port, prefix, ret_error);
+                if (r < 0)
+                        return r;
         }
 
         if (*auth_end == '/')

@@ -119,6 +119,33 @@ static size_t body_write(char *ptr, size_t size, size_t nmemb, void *userdata) {
         return len;
 }
 
+/* A transfer that failed, as an errno and a message. */
+static int transfer_error(CURLcode cc, const Body *body, const char *errbuf, const char *source,
+                          size_t max_bytes, char **ret_error) {
+        switch (cc) {
+        case CURLE_FILESIZE_EXCEEDED:
+                return source_error(ret_error, -EFBIG, source, "larger than %zu bytes", max_bytes);
+        case CURLE_WRITE_ERROR:
+                if (body->oom)
+                        return -ENOMEM;
+                if (body->too_big)
+                        return source_error(ret_error, -EFBIG, source, "larger than %zu bytes", max_bytes);
+                return source_error(ret_error, -EIO, source, "%s",
+                                    *errbuf ? errbuf : curl_easy_strerror(cc));
+        case CURLE_OUT_OF_MEMORY:
+                return -ENOMEM;
+        case CURLE_OPERATION_TIMEDOUT:
+                return source_error(ret_error, -ETIMEDOUT, source, "no answer within %u ms",
+                                    METRIC_SOURCE_TIMEOUT_MSEC);
+        case CURLE_COULDNT_CONNECT:
+                return source_error(ret_error, -ECONNREFUSED, source, "cannot connect: %s",
+                                    *errbuf ? errbuf : curl_easy_strerror(cc));
+        default:
+                return source_error(ret_error, -EIO, source, "%s",
+                                    *errbuf ? errbuf : curl_easy_strerror(cc));
+        }
+}
+
 static int fetch_http(const char *source, size_t max_bytes, char **ret_text, char **ret_error) {
         _cleanup_(metric_url_done) MetricUrl url = {};
         _cleanup_(curl_easy_cleanupp) CURL *c = NULL;
@@ -181,30 +208,8 @@ static int fetch_http(const char *source, size_t max_bytes, char **ret_text, cha
         } else
                 free(body.data);
 
-        switch (cc) {
-        case CURLE_OK:
-                break;
-        case CURLE_FILESIZE_EXCEEDED:
-                return source_error(ret_error, -EFBIG, source, "larger than %zu bytes", max_bytes);
-        case CURLE_WRITE_ERROR:
-                if (body.oom)
-                        return -ENOMEM;
-                if (body.too_big)
-                        return source_error(ret_error, -EFBIG, source, "larger than %zu bytes", max_bytes);
-                return source_error(ret_error, -EIO, source, "%s",
-                                    *errbuf ? errbuf : curl_easy_strerror(cc));
-        case CURLE_OUT_OF_MEMORY:
-                return -ENOMEM;
-        case CURLE_OPERATION_TIMEDOUT:
-                return source_error(ret_error, -ETIMEDOUT, source, "no answer within %u ms",
-                                    METRIC_SOURCE_TIMEOUT_MSEC);
-        case CURLE_COULDNT_CONNECT:
-                return source_error(ret_error, -ECONNREFUSED, source, "cannot connect: %s",
-                                    *errbuf ? errbuf : curl_easy_strerror(cc));
-        default:
-                return source_error(ret_error, -EIO, source, "%s",
-                                    *errbuf ? errbuf : curl_easy_strerror(cc));
-        }
+        if (cc != CURLE_OK)
+                return transfer_error(cc, &body, errbuf, source, max_bytes, ret_error);
 
         _cleanup_(freep) char *text = body.data ? body.data : strdup("");
         if (!text)

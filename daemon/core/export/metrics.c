@@ -18,6 +18,50 @@ static void label_value(FILE *f, const char *s) {
         }
 }
 
+/* Trials, per cgroup: label values escaped as the format wants. */
+static void render_trials(FILE *f, const MetricsCounters *c) {
+        static const struct {
+                const char *name, *help;
+                size_t field; /* 0 ratio, 1 low, 2 high */
+        } trial_families[] = {
+                {"steerd_trial_effect_ratio",
+                 "The cgroup's latest trial: steered / hands-off of its primary signal (below 1 for a "
+                 "latency "
+                 "that dropped, above 1 for a rate that rose).",
+                 0},
+                {"steerd_trial_effect_ratio_ci_low",
+                 "The 95% interval's low end of steerd_trial_effect_ratio.", 1},
+                {"steerd_trial_effect_ratio_ci_high",
+                 "The 95% interval's high end of steerd_trial_effect_ratio.", 2},
+        };
+        for (size_t k = 0; k < ELEMENTSOF(trial_families); k++) {
+                fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", trial_families[k].name, trial_families[k].help,
+                        trial_families[k].name);
+                for (size_t i = 0; i < c->n_trials; i++) {
+                        const MetricsTrial *t = &c->trials[i];
+                        if (!t->has_estimate)
+                                continue;
+                        double v = trial_families[k].field == 0   ? t->ratio
+                                   : trial_families[k].field == 1 ? t->ci_low
+                                                                  : t->ci_high;
+                        fprintf(f, "%s{cgroup=\"", trial_families[k].name);
+                        label_value(f, t->cgroup);
+                        fprintf(f, "\"} %.6g\n", v);
+                }
+        }
+        fprintf(f,
+                "# HELP steerd_trial_verdict The cgroup's latest trial's verdict (1 for the one it says); "
+                "running: 1 while it runs.\n# TYPE steerd_trial_verdict gauge\n");
+        for (size_t i = 0; i < c->n_trials; i++) {
+                const MetricsTrial *t = &c->trials[i];
+                fprintf(f, "steerd_trial_verdict{cgroup=\"");
+                label_value(f, t->cgroup);
+                fprintf(f, "\",verdict=\"%s\",running=\"%s\"} 1\n",
+                        streq(t->verdict, "can't tell") ? "cant_tell" : t->verdict,
+                        t->running ? "yes" : "no");
+        }
+}
+
 int metrics_render(const Snapshot *s, const MetricsCounters *c, char **ret) {
         char *buf = NULL;
         size_t size = 0;
@@ -86,47 +130,7 @@ int metrics_render(const Snapshot *s, const MetricsCounters *c, char **ret) {
                 "gauge\nsteerd_mode{mode=\"%s\"} 1\n",
                 c->mode ? c->mode : "unknown");
 
-        /* Trials, per cgroup: label values escaped as the format wants. */
-        static const struct {
-                const char *name, *help;
-                size_t field; /* 0 ratio, 1 low, 2 high */
-        } trial_families[] = {
-                {"steerd_trial_effect_ratio",
-                 "The cgroup's latest trial: steered / hands-off of its primary signal (below 1 for a "
-                 "latency "
-                 "that dropped, above 1 for a rate that rose).",
-                 0},
-                {"steerd_trial_effect_ratio_ci_low",
-                 "The 95% interval's low end of steerd_trial_effect_ratio.", 1},
-                {"steerd_trial_effect_ratio_ci_high",
-                 "The 95% interval's high end of steerd_trial_effect_ratio.", 2},
-        };
-        for (size_t k = 0; k < ELEMENTSOF(trial_families); k++) {
-                fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", trial_families[k].name, trial_families[k].help,
-                        trial_families[k].name);
-                for (size_t i = 0; i < c->n_trials; i++) {
-                        const MetricsTrial *t = &c->trials[i];
-                        if (!t->has_estimate)
-                                continue;
-                        double v = trial_families[k].field == 0   ? t->ratio
-                                   : trial_families[k].field == 1 ? t->ci_low
-                                                                  : t->ci_high;
-                        fprintf(f, "%s{cgroup=\"", trial_families[k].name);
-                        label_value(f, t->cgroup);
-                        fprintf(f, "\"} %.6g\n", v);
-                }
-        }
-        fprintf(f,
-                "# HELP steerd_trial_verdict The cgroup's latest trial's verdict (1 for the one it says); "
-                "running: 1 while it runs.\n# TYPE steerd_trial_verdict gauge\n");
-        for (size_t i = 0; i < c->n_trials; i++) {
-                const MetricsTrial *t = &c->trials[i];
-                fprintf(f, "steerd_trial_verdict{cgroup=\"");
-                label_value(f, t->cgroup);
-                fprintf(f, "\",verdict=\"%s\",running=\"%s\"} 1\n",
-                        streq(t->verdict, "can't tell") ? "cant_tell" : t->verdict,
-                        t->running ? "yes" : "no");
-        }
+        render_trials(f, c);
 
         if (fclose(f) != 0) {
                 free(buf);
