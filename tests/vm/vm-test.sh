@@ -716,7 +716,8 @@ fi
 # steerctl trial alternates the service between steered and hands-off
 # blocks: while a block is hands-off, its AllowedCPUs are what they were
 # before steerd (given back through systemd, as an opt-out does); the trial
-# ends "done" with every block measured; opted out after it, nothing is held.
+# ends "done" with every block measured (2 readiness blocks and 2 pairs of
+# 6 s); opted out after it, nothing is held.
 
 if [ "$(left)" -lt 150 ]; then
         skip_time trial-hands-off-given-back trial-done trial-nothing-held
@@ -734,7 +735,7 @@ trial_arm() {
         busctl get-property org.steerd1 /org/steerd1 org.steerd1.Manager Trials 2>/dev/null | grep -F "\"$1\"" |
                 grep -o '"running" "hands-off"\|"running" "steered"' | head -1 | awk '{ print $2 }' | tr -d '"'
 }
-out=$(steerctl trial "/$B5" --duration 48s --block 6s --no-wait --json 2>&1)
+out=$(steerctl trial "/$B5" --duration 36s --block 6s --no-wait --json 2>&1)
 TID=$(jq -r .id <<<"$out" 2>/dev/null)
 if [ -z "$TID" ] || [ "$TID" = null ]; then
         result FAIL trial-done "steerctl trial /$B5 did not start: $out"
@@ -756,13 +757,13 @@ else
                 fi
                 sleep 0.2
         done
-        if [ "$off_ok" -ge 3 ] && [ -z "$off_bad" ]; then
+        if [ "$off_ok" -ge 4 ] && [ -z "$off_bad" ]; then
                 result PASS trial-hands-off-given-back "AllowedCPUs '$B5_ORIG' in all $off_ok samples taken in hands-off blocks (steered samples with a window: $steered_changed)"
         else
                 result FAIL trial-hands-off-given-back "hands-off samples with the original '$B5_ORIG': $off_ok; with another: ${off_bad:-none}"
         fi
         rec=$(steerctl trial --show "$TID" --json 2>/dev/null)
-        if [ "$(jq -r .state <<<"$rec")" = done ] && [ "$(jq '[.blocks[] | select(.ended and .measuring)] | length' <<<"$rec")" = 8 ]; then
+        if [ "$(jq -r .state <<<"$rec")" = done ] && [ "$(jq '[.blocks[] | select(.ended and .measuring)] | length' <<<"$rec")" = 6 ]; then
                 result PASS trial-done "trial $TID: $(jq -r .verdict_text <<<"$rec"); settling $(jq -c '[.blocks[] | .discard_usec / 1e6]' <<<"$rec") s"
         else
                 result FAIL trial-done "trial $TID: state $(jq -r .state <<<"$rec") ($(jq -r .end_reason <<<"$rec")), $(jq '[.blocks[] | select(.ended)] | length' <<<"$rec") blocks ended; steerd: $(journal | grep -F "Trial $TID" | tail -2 | paste -sd'|')"
