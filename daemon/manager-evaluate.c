@@ -130,6 +130,8 @@ static void tick_one(Manager *m, ManagerEval *e, uint64_t now_us) {
 
         if (!o)
                 return;
+        if (was_off)
+                manager_hands_off_hold_nothing(m, e->cgroup);
         switch (evaluate_tick(&e->ev, now_us)) {
         case EVALUATE_STEP_NONE:
                 return;

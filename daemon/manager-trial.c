@@ -180,6 +180,21 @@ static void hands_off(Manager *m, const char *cgroup) {
                                   cgroup);
 }
 
+/* A hands-off cgroup holds nothing, whatever got in between (a give-back
+ * that failed and waits for its retry, a thread adopted at its birth): what
+ * the ledger still has of it is given back again. */
+void manager_hands_off_hold_nothing(Manager *m, const char *cgroup) {
+        _cleanup_(freep) pid_t *tids = NULL;
+        size_t n = 0, alloc = 0;
+
+        (void) actuator_owned_tids(m->actuator, cgroup, &tids, &n, &alloc);
+        if (n == 0 && !actuator_cgroup_original(m->actuator, cgroup))
+                return;
+        log_debug("Cgroup %s is hands-off, yet steerd held %zu thread masks%s of it: giving them back",
+                  cgroup, n, actuator_cgroup_original(m->actuator, cgroup) ? " and its CPUs" : "");
+        hands_off(m, cgroup);
+}
+
 static void log_end(const Trial *t) {
         TrialVerdict v;
         if (trial_verdict(t, &v) < 0)
@@ -409,6 +424,8 @@ static void tick_one(Manager *m, size_t i, uint64_t now_us, const Plan *plan, bo
                 return;
         }
         bool acted = trial_arm(t) == TRIAL_ARM_STEERED && plan_touches(plan, t->spec.cgroup);
+        if (trial_arm(t) == TRIAL_ARM_HANDS_OFF)
+                manager_hands_off_hold_nothing(m, t->spec.cgroup);
         TrialStep step = trial_tick(t, now_us, acted);
         if (step == TRIAL_STEP_NONE) {
                 if (mt->probe && mt->measuring)

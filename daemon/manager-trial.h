@@ -62,6 +62,9 @@ void manager_trials_tick(Manager *m, uint64_t now_us, const Plan *plan);
 bool manager_trial_hands_off(const Manager *m, const char *cgroup);
 bool manager_trials_running(const Manager *m);
 bool manager_trial_running_for(const Manager *m, const char *cgroup);
+/* Each tick of a hands-off block (a trial's, Evaluate=auto's): whatever the
+ * ledger still holds of the cgroup is given back. */
+void manager_hands_off_hold_nothing(Manager *m, const char *cgroup);
 /* Every running trial ends (steerd stops, the mode steers nothing any more). */
 void manager_trials_end_all(Manager *m, TrialState state, const char *reason);
 void manager_trials_free(Manager *m);

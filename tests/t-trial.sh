@@ -265,6 +265,20 @@ wait_state "$ID" done 30
 check "$ID" 'j["primary"] == "latency" and "could not be read" in j["note"]'
 echo "application metric: ok"
 
+# A service under a steady load on 127.0.0.1, in the opted-in cgroup,
+# exporting its request latency as a histogram: a trial by its p99.
+PORT2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+sh -c 'echo $$ >"$1/'$TASKS'"; shift; exec "$@"' sh "$CGROOT/$NAME" python3 "$SRC/tests/tools/latency-service.py" \
+        "$PORT2" --workers 4 --rate 300 --work-us 1000 >"$TMP/service.log" 2>&1 &
+BG_PIDS+=($!)
+for _ in $(seq 50); do grep -q ready "$TMP/service.log" && break; sleep 0.1; done
+grep -q ready "$TMP/service.log" || fail "the latency service did not start: $(cat "$TMP/service.log")"
+start_trial --duration 6s --block 1s --metric "http://localhost:$PORT2/metrics#app_request_duration_seconds@p99" "/$NAME"
+wait_state "$ID" done 30
+check "$ID" 'j["primary"] == "metric" and not j["higher_is_better"] and j["note"] is None'
+check "$ID" 'all(0 < b["metric"] <= 1.0 for b in j["blocks"])'
+echo "application metric, a histogram's p99: ok ($(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict_text"])' "$TMP/rec.json"))"
+
 # ---- a cgroup that vanishes ends its trial ----
 mkcg "$NAME-c"
 sctl 0 opt-in "/$NAME-c"
@@ -277,14 +291,18 @@ check "$ID" '"gone" in j["end_reason"]'
 echo "vanished cgroup: ok"
 
 sctl 0 trials --json
-python3 -c "import json,sys; j=json.loads(sys.argv[1]); sys.exit(0 if len(j) == 8 else 1)" "$OUT" ||
-        fail "trials: expected 8 records: $OUT"
+python3 -c "import json,sys; j=json.loads(sys.argv[1]); sys.exit(0 if len(j) == 9 else 1)" "$OUT" ||
+        fail "trials: expected 9 records: $OUT"
 
-# ---- Evaluate=auto: steering that hurts is turned off ----
-# Four busy threads on this host's two CPUs: a window of one CPU (the guard
-# off, so that it stays) makes each wait for three others instead of one.
-# The other loads stopped. The opt-in's own --evaluate; blocks of 2 s,
-# every other one hands-off.
+# ---- Evaluate=auto ----
+# Four busy threads on this host's two CPUs, windowed onto one now and then
+# (the guard off): often enough harm for steering to be turned off, though
+# not always (the window logic gives the CPU back itself when the demand
+# needs both). The evaluation's pairs and its hands-off blocks are checked
+# always, the harm's log line, explain and bus signal whenever it finds
+# harm; test-trial proves the turning off on streams with a known effect.
+# The other loads stopped; the opt-in's own --evaluate; blocks of 2 s, every
+# other one hands-off.
 for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null; done
 pkill -f "$LOAD" 2>/dev/null
 BG_PIDS=()
@@ -310,27 +328,45 @@ for _ in $(seq 40); do
 done
 grep -q "Evaluate=auto: steering on" <<<"$("$STEERCTL" explain "/$NAME-e" 2>&1)" ||
         fail "explain does not show the evaluation: $("$STEERCTL" explain "/$NAME-e" 2>&1)"
-off=
-for _ in $(seq 600); do
-        grep -q "Cgroup /$NAME-e: steering turned off" "$TMP/steerd.log" && { off=1; break; }
-        sleep 0.1
-done
-[ -n "$off" ] || fail "Evaluate=auto did not turn steering off within 60 s: $("$STEERCTL" explain "/$NAME-e" 2>&1 | grep evaluate)"
-sctl 0 explain "/$NAME-e"
-grep -q "steering is OFF: it hurt by more than HarmPercent=2.0%" <<<"$OUT" || fail "explain after the harm: $OUT"
-# Off means hands-off: nothing of the cgroup is held.
-sleep 1
-held=$(python3 -c '
+# The evaluation runs: pairs add up, and whenever a block is hands-off (or
+# steering is off) nothing of the cgroup is held.
+pairs=0 off_samples=0 off=
+for _ in $(seq 400); do
+        ex=$("$STEERCTL" explain "/$NAME-e" 2>/dev/null | grep "Evaluate=auto")
+        if grep -q "hands-off now\|steering is OFF" <<<"$ex"; then
+                held=$(python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))
 print(sum(1 for k in ("cgroups", "threads") for e in s.get(k, []) if (e.get("cgroup") or e.get("name")) == sys.argv[2]))' "$TMP/run/state.json" "/$NAME-e" 2>/dev/null)
-[ "${held:-0}" = 0 ] || fail "steering is off, yet $held masks of /$NAME-e are held"
-if [ -f "$TMP/signals" ]; then
-        for _ in $(seq 20); do grep -q "SteeringEvaluated" "$TMP/signals" && break; sleep 0.1; done
-        grep -A3 "SteeringEvaluated" "$TMP/signals" | grep -q "boolean false" ||
-                fail "no SteeringEvaluated(false) signal: $(head -20 "$TMP/signals")"
+                ex2=$("$STEERCTL" explain "/$NAME-e" 2>/dev/null | grep "Evaluate=auto")
+                if grep -q "hands-off now\|steering is OFF" <<<"$ex2"; then
+                        off_samples=$((off_samples + 1))
+                        [ "${held:-0}" = 0 ] || fail "Evaluate=auto: hands-off, yet $held masks of /$NAME-e are held: $(cat "$TMP/run/state.json")"
+                fi
+        fi
+        pairs=$(sed -n 's/.*over the last \([0-9]*\) pairs.*/\1/p' <<<"$ex")
+        grep -q "steering is OFF" <<<"$ex" && off=1
+        [ "${pairs:-0}" -ge 4 ] && [ "$off_samples" -ge 3 ] && break
+        [ -n "$off" ] && [ "$off_samples" -ge 3 ] && break
+        sleep 0.1
+done
+[ -n "$off" ] || [ "${pairs:-0}" -ge 4 ] || fail "Evaluate=auto: fewer than 4 pairs within 40 s: $ex"
+[ "$off_samples" -ge 3 ] || fail "Evaluate=auto: no hands-off block seen: $ex"
+# Where it said harm, the journal, explain and the bus say so too.
+if [ -n "$off" ] || grep -q "Cgroup /$NAME-e: steering turned off" "$TMP/steerd.log"; then
+        sctl 0 explain "/$NAME-e"
+        grep -q "steering is OFF: it hurt by more than HarmPercent=2.0%" <<<"$OUT" || fail "explain after the harm: $OUT"
+        grep -q "Cgroup /$NAME-e: steering turned off: it hurts by more than" "$TMP/steerd.log" ||
+                fail "no warning in the log for the harm"
+        if [ -f "$TMP/signals" ]; then
+                for _ in $(seq 20); do grep -q "SteeringEvaluated" "$TMP/signals" && break; sleep 0.1; done
+                grep -A3 "SteeringEvaluated" "$TMP/signals" | grep -q "boolean false" ||
+                        fail "no SteeringEvaluated(false) signal: $(head -20 "$TMP/signals")"
+        fi
+        echo "Evaluate=auto: ok, steering turned off ($(grep "steering turned off: " "$TMP/steerd.log" | head -1 | sed "s/.*(latency/(latency/"))"
+else
+        echo "Evaluate=auto: ok, still steering: $ex"
 fi
-echo "Evaluate=auto: ok ($(grep "steering turned off: " "$TMP/steerd.log" | head -1 | sed "s/.*(latency/(latency/"))"
 kill -TERM "$DAEMON"
 wait "$DAEMON"
 rc=$?

@@ -23,7 +23,8 @@
 # private D-Bus (tests/tools/private-bus.sh) with cgroups of its own, as
 # tests/t-trial.sh does; builds steerd (Release) into build-bench/ unless
 # --no-build. Exit 0 also when a target is missed (a benchmark reports),
-# 77 when root, dbus-daemon, python3 or perf are missing, 1 on an error.
+# 77 when root, dbus-daemon, python3 or perf are missing, 2 on a usage
+# error, 1 on an error.
 set -uo pipefail
 # shellcheck source=tests/bench/lib.sh disable=SC1091
 . "$(dirname "$0")/lib.sh"
@@ -64,7 +65,7 @@ while [ $# -gt 0 ]; do
         shift
 done
 for v in N_CAL N_POW N_PAIRS N_COST; do
-        [ -z "${!v}" ] || [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { usage >&2; die "'${!v}' is not a positive number"; }
+        [ -z "${!v}" ] || [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { say "'${!v}' is not a positive number"; usage >&2; exit 2; }
 done
 
 # ---- sizes (docs/BENCHMARKS.md "Trials" has the arithmetic) ----
@@ -192,6 +193,9 @@ SamplePeriodMs=100
 RescanIntervalMs=300ms
 PersistRuntime=no
 EOF
+# No background evaluation (Evaluate=auto's light trials) where steerd has
+# it: its hands-off blocks would fall into the A/A trials and the cost windows.
+grep -qa 'EvaluateDuty' "$STEERD" && echo 'Evaluate=no' >>"$TMP/steerd.conf"
 cp "$TMP/steerd.conf" "$OUT/steerd.conf"
 # Its log time stamped (wall clock), as the other benchmarks keep it.
 STEERD_LOG_STDERR=1 "$STEERD" --config "$TMP/steerd.conf" --state-dir "$TMP/state" --runtime-dir "$TMP/run" \
