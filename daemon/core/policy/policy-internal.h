@@ -110,6 +110,9 @@ typedef struct ThreadState {
         uint64_t group_seen_us;
         double group_outgrown_cap;
         uint64_t group_outgrown_us;
+        /* When stickiness last let the thread go: it is not pinned alone
+         * again within STICKY_REPIN_HOLD_US. */
+        uint64_t sticky_released_us;
 
         /* Valid during one policy_decide() only. */
         const ThreadSample *sample;
@@ -378,6 +381,13 @@ bool policy_grouped(ThreadState *const *set, size_t n, const ThreadState *t);
  * back as calm, windowed again every 1 to 3 s for a minute). Harm is the
  * guard's to undo, at once; calm is no harm. */
 #define WINDOW_CALM_HOLD_US (10 * USEC_PER_SEC)
+/* A thread stickiness let go (its core got busy, it waited, it talks) is
+ * not pinned alone again for this long: pinning moves the load that made
+ * its core busy, the core looks idle again three ticks later, and the
+ * thread was pinned and let go by turns (the guest check's rings inside a
+ * consolidation window of two CPUs: 3 threads pinned, given back, pinned,
+ * for 46 s). The release itself is never held back. */
+#define STICKY_REPIN_HOLD_US (10 * USEC_PER_SEC)
 bool policy_grouped_recently(const PolicyCtx *ctx, const ThreadState *t);
 /* Σ wait and Σ util of the group's pinned members: the guard judges a
  * group on its lead by the group's wait per CPU received. Not by its

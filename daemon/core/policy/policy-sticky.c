@@ -63,6 +63,7 @@ int policy_sticky_release(PolicyCtx *ctx) {
                                 continue;
 
                         t->streak = 0;
+                        t->sticky_released_us = ctx->now_us;
                         r = policy_thread_restore(ctx, c, t, true, ACTION_POLICY_STICKY, reason);
                         if (r < 0)
                                 return r;
@@ -118,6 +119,9 @@ static int pin_candidate(PolicyCtx *ctx, CgroupState *c, ThreadState *t, bool gr
          * thread woken a few hundred times a second under TCG, were pinned
          * one by one where they last ran and so never placed as groups. */
         if (grouped || policy_grouped_recently(ctx, t))
+                return 0;
+        if (t->sticky_released_us > 0 && ctx->now_us >= t->sticky_released_us &&
+            ctx->now_us - t->sticky_released_us < STICKY_REPIN_HOLD_US)
                 return 0;
         if (t->pin.mask || t->acted || t->streak < MAX(st->sticky_ticks, 1u) ||
             policy_backed_off(c, ACTION_POLICY_STICKY, ctx->now_us) || !policy_thread_resident(ctx, t))
