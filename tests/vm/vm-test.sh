@@ -646,6 +646,8 @@ rings_grouped() {
                 RINGS_HOW="both rings whole in one window of the cgroup"
         fi
 }
+# The two rings told apart: only who wakes whom can do that.
+rings_apart() { rings_grouped "$1" && [ "$RINGS_HOW" = "each ring placed apart" ]; }
 rings_restored() { [ "$(ring_masks "$1")" = "$2" ]; }
 wake_sampling() { steerctl status --json 2>/dev/null | jq -r '.wake_sampling // empty'; }
 wake_refused() { [[ "$(wake_sampling)" == unavailable:* ]]; }
@@ -667,7 +669,7 @@ if [ "$PARANOID" -gt 2 ]; then
                 said=$(journal_since "$mark" | grep -c "Not sampling who wakes whom")
                 why=$(journal_since "$mark" | grep "Not sampling who wakes whom" | tail -1)
                 if [ "$said" = 1 ] && steerd_active && [[ $why == *"perf_event_paranoid=2"* ]] &&
-                        ! rings_grouped "$WPID"; then
+                        ! rings_apart "$WPID"; then
                         result PASS wake-groups-refused "kernel.perf_event_paranoid=$PARANOID: said once ($why), still active, rings not split: $(ring_masks "$WPID"); status: $(wake_sampling)"
                 else
                         result FAIL wake-groups-refused "kernel.perf_event_paranoid=$PARANOID: said $said times, active $(systemctl is-active steerd), rings $(ring_masks "$WPID"); line: $why"
