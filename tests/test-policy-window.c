@@ -234,8 +234,10 @@ static void test_epyc_hysteresis(void **unused) {
                 double util;
                 int expect; /* 1 window set, -1 restore, 0 nothing */
         } steps[] = {
-                {0.55, 0}, {0.90, 1},  {0.90, 0}, {0.50, 0}, {0.45, 0}, {0.70, 0},
-                {0.70, 1}, {0.40, -1}, {0.40, 0}, {0.50, 0}, {0.65, 1},
+                {0.55, 0}, {0.90, 1}, {0.90, 0}, {0.50, 0}, {0.45, 0}, {0.70, 0}, {0.70, 1},
+                /* One calm look between busy ones gives nothing back; calm at
+                 * every look for WINDOW_CALM_PERSIST_US (3 s) does. */
+                {0.40, 0}, {0.70, 0}, {0.40, 0}, {0.40, 0}, {0.40, -1}, {0.40, 0}, {0.50, 0}, {0.65, 1},
         };
         _cleanup_policy_state_ PolicyState *state = NULL;
         Settings st;
@@ -263,6 +265,57 @@ static void test_epyc_hysteresis(void **unused) {
         policy_state_counters(state, &c);
         assert_int_equal(c.applied, 3);
         assert_int_equal(c.restored, 1);
+}
+
+/* LLC 0 at 90% as epyc_90(), /bench1's two threads at `util` each. */
+static Snapshot *epyc_90_demand(uint64_t t, double util) {
+        Snapshot *s = epyc(t);
+        topo_set_llc(s, 0, 973, 973);
+        topo_set_cpu(s, 6, 512, 512);
+        topo_set_cpu(s, 7, 512, 512);
+        topo_set_cpu(s, 14, 1024, 1024);
+        topo_set_cpu(s, 15, 1024, 1024);
+        size_t cg = topo_add_cgroup(s, "/bench1", CGROUP_POLICY_LATENCY, NULL);
+        topo_add_thread(s, cg, 101, 1, 14, util, 0);
+        topo_add_thread(s, cg, 102, 1, 15, util, 0);
+        topo_finish(s);
+        return s;
+}
+
+/* Weight of /bench1's window set in this plan, 0 if none. */
+static int window_set_weight(PolicyState *state, const Settings *st, uint64_t t, double util) {
+        _cleanup_(snapshot_freep) Snapshot *s = epyc_90_demand(t, util);
+        _cleanup_plan_ Plan *plan = decide_checked(s, st, state);
+        dump_plan(plan, (unsigned) (t / USEC_PER_SEC));
+        const Action *a = plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW, "/bench1", 0);
+        assert_null(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_WINDOW, "/bench1", 0));
+        return a ? hwloc_bitmap_weight(a->cpus) : 0;
+}
+
+/* A held window shrinks only once its demand has wanted fewer CPUs at every
+ * look for WINDOW_SHRINK_HOLD_US; a demand that swings across a size's
+ * boundary leaves it as it is (the guest's rings: 2 or 3 CPUs by turns). */
+static void test_window_shrink_holds(void **unused) {
+        Settings st;
+
+        settings_latency(&st);
+        {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                assert_int_equal(policy_state_new(&state), 0);
+                /* 2 x 1000 +25% -> 3 CPUs -> 2 cores. */
+                assert_int_equal(window_set_weight(state, &st, 0, 1000), 4);
+                /* 2 x 400 +25% -> 1 CPU -> 1 core, wanted from t = 1 s on. */
+                for (uint64_t sec = 1; sec < 6; sec++)
+                        assert_int_equal(window_set_weight(state, &st, sec * USEC_PER_SEC, 400), 0);
+                assert_int_equal(window_set_weight(state, &st, 6 * USEC_PER_SEC, 400), 2);
+        }
+        {
+                _cleanup_policy_state_ PolicyState *state = NULL;
+                assert_int_equal(policy_state_new(&state), 0);
+                assert_int_equal(window_set_weight(state, &st, 0, 1000), 4);
+                for (uint64_t sec = 1; sec <= 30; sec++)
+                        assert_int_equal(window_set_weight(state, &st, sec * USEC_PER_SEC, sec % 2 ? 400 : 1000), 0);
+        }
 }
 
 /* Four equal cgroups on a 2-CPU LLC: two per CPU (DESIGN.md 1.1's hackbench
@@ -559,6 +612,7 @@ int main(void) {
                 cmocka_unit_test(test_epyc_window_capped),
                 cmocka_unit_test(test_epyc_50_no_window),
                 cmocka_unit_test(test_epyc_hysteresis),
+                cmocka_unit_test(test_window_shrink_holds),
                 cmocka_unit_test(test_four_cgroups_two_cpus),
                 cmocka_unit_test(test_epyc_disjoint),
                 cmocka_unit_test(test_power9_no_window),

@@ -192,6 +192,8 @@ typedef struct CgroupState {
         uint64_t window_since_us;       /* when the window held now was set (from none) */
         ConsolidateLook consolidate;    /* the last look below overload, for policy_explain() */
         uint64_t window_short_since_us; /* overloaded and the window too small since; 0: it is not */
+        uint64_t window_long_since_us;  /* the window bigger than its demand needs since; 0: it is not */
+        uint64_t window_calm_since_us;  /* its LLC calm at every look since; 0: it is not */
         Departure left;                 /* its last whole-cgroup balance move */
         Backoff backoff[N_LAYER_POLICIES];
         Verdict verdict[N_LAYER_POLICIES];
@@ -381,6 +383,18 @@ bool policy_grouped(ThreadState *const *set, size_t n, const ThreadState *t);
  * back as calm, windowed again every 1 to 3 s for a minute). Harm is the
  * guard's to undo, at once; calm is no harm. */
 #define WINDOW_CALM_HOLD_US (10 * USEC_PER_SEC)
+/* ... and once the LLC has looked calm at every look for this long: under
+ * load an LLC's mean util swings by half from one tick to the next (the
+ * guest check's rings: util 742, 363, 650 on three ticks in a row), and one
+ * calm look gave the window back to open it again 3 s later (a CI run,
+ * twice in 15 s). */
+#define WINDOW_CALM_PERSIST_US (3 * USEC_PER_SEC)
+/* A held window shrinks only when its demand has wanted fewer CPUs at every
+ * look for this long. Growth stays quick (a window too small is harm, one
+ * too big costs little): a demand around a size's boundary (the rings:
+ * 1564 to 2033, +25%, 2 or 3 CPUs) otherwise shrank and grew the window
+ * every 1 to 4 s, each time moving every thread of the cgroup. */
+#define WINDOW_SHRINK_HOLD_US (5 * USEC_PER_SEC)
 /* A thread stickiness let go (its core got busy, it waited, it talks) is
  * not pinned alone again for this long: pinning moves the load that made
  * its core busy, the core looks idle again three ticks later, and the

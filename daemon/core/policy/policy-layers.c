@@ -213,8 +213,11 @@ int policy_cgroup_set_layer(PolicyCtx *ctx, CgroupState *c, ActionPolicy policy,
         if (!c->orig)
                 c->orig = TAKE_PTR(orig);
         Layer *l = policy == ACTION_POLICY_WINDOW ? &c->window : &c->home;
-        if (policy == ACTION_POLICY_WINDOW && !l->mask)
+        if (policy == ACTION_POLICY_WINDOW && !l->mask) {
                 c->window_since_us = ctx->now_us;
+                c->window_long_since_us = 0;
+                c->window_calm_since_us = 0;
+        }
         if (policy == ACTION_POLICY_BALANCE) {
                 /* A whole-cgroup move replaces the window: it belonged to the LLC left. */
                 policy_layer_done(&c->window);

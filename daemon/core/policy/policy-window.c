@@ -11,10 +11,12 @@
  *
  * Open: the LLC is overloaded (policy_llc_overloaded(): nr_idle_scan * 2 < weight,
  * mean util above ~60%). Widen back: nr_idle_scan >= WindowWidenScanPercent
- * of the weight (75%: mean util below ~43%). In between, windows stay and
- * may grow with their demand, but never shrink or move: the gap is the
- * hysteresis. Shrinking or moving waits for MinResidencyMs since the
- * cgroup's threads last moved. While the LLC stays overloaded, growing (or
+ * of the weight (75%: mean util below ~43%) at every look for
+ * WINDOW_CALM_PERSIST_US, the window held WINDOW_CALM_HOLD_US. In between,
+ * windows stay and may grow with their demand, but never shrink or move: the
+ * gap is the hysteresis. Shrinking or moving waits for MinResidencyMs since
+ * the cgroup's threads last moved, and shrinking for a demand that wanted
+ * fewer CPUs at every look for WINDOW_SHRINK_HOLD_US. While the LLC stays overloaded, growing (or
  * giving the whole LLC back) waits until the window has been too small for
  * MinResidencyMs: in an overloaded LLC every group uses what it can get, so
  * the moment others are confined one group's demand spikes, and growing on
@@ -304,6 +306,24 @@ static bool growth_waits(PolicyCtx *ctx, const LlcWork *w, const Cand *cand, hwl
         return false;
 }
 
+/* A held window that would shrink waits until its demand has wanted fewer
+ * CPUs at every look for WINDOW_SHRINK_HOLD_US. Whether this shrink must
+ * wait; tracks since when the window has been bigger than needed. */
+static bool shrink_waits(PolicyCtx *ctx, const Cand *cand, hwloc_const_bitmap_t cur, hwloc_const_bitmap_t want) {
+        CgroupState *c = cand->c;
+
+        if (!cand->held || hwloc_bitmap_weight(want) >= hwloc_bitmap_weight(cur)) {
+                c->window_long_since_us = 0;
+                return false;
+        }
+        if (c->window_long_since_us == 0)
+                c->window_long_since_us = ctx->now_us;
+        if (ctx->now_us - c->window_long_since_us < WINDOW_SHRINK_HOLD_US)
+                return true;
+        c->window_long_since_us = 0;
+        return false;
+}
+
 /* The window would cover all the cgroup may use, which narrows nothing. */
 static int outgrown(PolicyCtx *ctx, LlcWork *w, const Cand *cand, hwloc_const_bitmap_t base,
                     size_t n_chosen) {
@@ -410,6 +430,8 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
         if (cand->consolidate && !cand->held)
                 n_chosen = consolidation_room(w, cand, base, &size, n_chosen, &cpus, &cores);
 
+        /* Before every other test: the look counts even when another holds the window. */
+        bool shrink_wait = shrink_waits(ctx, cand, cur, w->mask);
         if (growth_waits(ctx, w, cand, cur, size.share_cpus >= (unsigned) hwloc_bitmap_weight(base))) {
                 keep_window(w, c, cand->demand);
                 return 0;
@@ -420,7 +442,7 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
 
         bool moves = !hwloc_bitmap_isincluded(cur, w->mask);
         if (hwloc_bitmap_isequal(w->mask, cur) || (cand->held && moves && !policy_llc_overloaded(w->llc)) ||
-            (moves && !policy_cgroup_threads_resident(ctx, c))) {
+            (moves && !policy_cgroup_threads_resident(ctx, c)) || shrink_wait) {
                 /* Unchanged, or a change that must wait: the old window stays. */
                 if (cand->held)
                         keep_window(w, c, cand->demand);
@@ -535,7 +557,10 @@ static int widen_all(PolicyCtx *ctx, const WindowDomain *dom, bool small, const 
                                 return r;
                         if (r > 0)
                                 continue;
-                        if (ctx->now_us < c->window_since_us + WINDOW_CALM_HOLD_US)
+                        if (c->window_calm_since_us == 0)
+                                c->window_calm_since_us = ctx->now_us;
+                        if (ctx->now_us < c->window_since_us + WINDOW_CALM_HOLD_US ||
+                            ctx->now_us - c->window_calm_since_us < WINDOW_CALM_PERSIST_US)
                                 continue;
                 }
                 if (small)
@@ -712,6 +737,10 @@ static int window_domain(PolicyCtx *ctx, const WindowDomain *dom, const Home *ho
 
         if (small)
                 return widen_all(ctx, dom, small, homes);
+        if (!calm)
+                for (size_t i = 0; i < ctx->snap->n_cgroups; i++)
+                        if (ctx->by_sample[i] && ctx->by_sample[i]->window_llc == dom->id)
+                                ctx->by_sample[i]->window_calm_since_us = 0;
         r = calm ? widen_all(ctx, dom, small, homes) : 0;
         if (r >= 0)
                 r = release_consolidated(ctx, dom, homes);
