@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clock.h"
 #include "bus.h"
 #include "cgroup-confine.h"
 #include "log.h"
@@ -77,12 +78,6 @@ static void save_runtime(Manager *m) {
                 return;
         }
         (void) runtime_state_save(&m->runtime, m->runtime_file);
-}
-
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
 }
 
 int manager_set_mode_runtime(Manager *m, Mode mode) {

@@ -20,3 +20,5 @@ void manager_drain_proc_events(Manager *m);
 
 /* The sample timer's callback (manager-tick.c). */
 int manager_on_tick(sd_event_source *s, uint64_t usec, void *userdata);
+/* Rewrites MetricsFile when MetricsIntervalMs has passed since the last write. */
+void manager_write_metrics(Manager *m, uint64_t now_us);

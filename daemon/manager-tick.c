@@ -248,36 +248,6 @@ static void apply_plan(Manager *m, const Snapshot *snap, const Plan *plan) {
         forget_let_go(m, &rep);
 }
 
-static void write_metrics(Manager *m, uint64_t now_us) {
-        const Settings *st = &m->config->settings;
-        ManagerCounters mc;
-        _cleanup_(freep) MetricsTrial *trials = NULL;
-        size_t n_trials = 0;
-
-        if (!st->metrics_file[0] || now_us - m->metrics_written_us < st->metrics_interval_ms * USEC_PER_MSEC)
-                return;
-        manager_counters(m, &mc);
-        (void) manager_trial_metrics(m, &trials, &n_trials);
-        MetricsCounters c = {
-                .ticks = mc.ticks,
-                .applied = mc.applied,
-                .kept = mc.kept,
-                .reverted = mc.reverted,
-                .restored = mc.restored,
-                .failed = mc.failed,
-                .adopted = mc.adopted,
-                .dropped = mc.dropped,
-                .opted_in_cgroups = m->optins.n,
-                .mode = mode_to_string(m->mode),
-                .trials = trials,
-                .n_trials = n_trials,
-        };
-        int r = metrics_write(st->metrics_file, m->last_snapshot, &c);
-        if (r < 0 && m->metrics_written_us == 0)
-                log_warning_errno(r, "Cannot write the metrics file %s", st->metrics_file);
-        m->metrics_written_us = now_us;
-}
-
 static void notify_status(const Manager *m) {
         PolicyCounters c;
         size_t nt, nc;
@@ -364,7 +334,7 @@ static int tick(Manager *m, uint64_t now_us) {
         plan_free(m->last_plan);
         m->last_plan = TAKE_PTR(plan);
 
-        write_metrics(m, now_us);
+        manager_write_metrics(m, now_us);
         if (m->ticks % 50 == 1)
                 notify_status(m);
         if (idle(m))

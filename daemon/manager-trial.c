@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clock.h"
 #include "bus.h"
 #include "cgroup-counters.h"
 #include "log.h"
@@ -24,12 +25,6 @@ struct ManagerTrial {
         bool measuring;
         MetricProbe *probe; /* the operator's --metric, NULL: none */
 };
-
-static uint64_t now_realtime(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
-}
 
 static void manager_trial_free(ManagerTrial *mt) {
         if (!mt)
@@ -285,7 +280,7 @@ int manager_trial_start(Manager *m, const char *cgroup, uint64_t duration_us, ui
                 else {
                         /* Read once now: a source that cannot be read or parsed is an
                          * error at the start, not a surprise at the verdict. */
-                        r = metric_probe_new(metric, now_realtime(), &mt->probe, ret_error);
+                        r = metric_probe_new(metric, now_realtime_usec(), &mt->probe, ret_error);
                         if (r == -ENOMEM)
                                 return r;
                         if (r < 0) /* not -ENOENT: that is a cgroup not opted in */
@@ -300,7 +295,7 @@ int manager_trial_start(Manager *m, const char *cgroup, uint64_t duration_us, ui
 
         uint64_t seed = 0;
         if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
-                seed = now_realtime() ^ ((uint64_t) getpid() << 32);
+                seed = now_realtime_usec() ^ ((uint64_t) getpid() << 32);
         TrialSpec spec = {
                 .cgroup = o->name,
                 .duration_us = duration_us ?: TRIAL_DEFAULT_DURATION_USEC,
@@ -312,7 +307,7 @@ int manager_trial_start(Manager *m, const char *cgroup, uint64_t duration_us, ui
                 .seed = seed,
         };
         char id[64];
-        uint64_t rt = now_realtime();
+        uint64_t rt = now_realtime_usec();
         /* Unique also across restarts (the sequence starts again at 1). */
         for (unsigned tries = 0;; tries++) {
                 r = trial_make_id(rt, ++m->trial_seq, id, sizeof(id));
@@ -387,7 +382,7 @@ static void block_values(Manager *m, ManagerTrial *mt, const CgroupCounters *las
         if (mt->probe) {
                 double x;
                 _cleanup_(freep) char *error = NULL;
-                int r = metric_probe_block_end(mt->probe, now_realtime(), &x, &error);
+                int r = metric_probe_block_end(mt->probe, now_realtime_usec(), &x, &error);
                 if (r >= 0) {
                         v.has[TRIAL_SIGNAL_METRIC] = true;
                         v.v[TRIAL_SIGNAL_METRIC] = x;
@@ -429,7 +424,7 @@ static void tick_one(Manager *m, size_t i, uint64_t now_us, const Plan *plan, bo
         TrialStep step = trial_tick(t, now_us, acted);
         if (step == TRIAL_STEP_NONE) {
                 if (mt->probe && mt->measuring)
-                        (void) metric_probe_sample(mt->probe, now_realtime());
+                        (void) metric_probe_sample(mt->probe, now_realtime_usec());
                 return;
         }
         if (step == TRIAL_STEP_MEASURE) {
@@ -442,7 +437,7 @@ static void tick_one(Manager *m, size_t i, uint64_t now_us, const Plan *plan, bo
                         return;
                 }
                 if (mt->probe)
-                        (void) metric_probe_block_start(mt->probe, now_realtime());
+                        (void) metric_probe_block_start(mt->probe, now_realtime_usec());
                 mt->measuring = r >= 0;
                 return;
         }

@@ -24,6 +24,25 @@ steerd_install_packages() {
         apt-get update -qq >&2 && apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
+# steerd_install_packages_nostart PKG...: steerd_install_packages, with the
+# packages' services kept from starting. The tests want only promtool from
+# Debian's prometheus, whose postinst would start a Prometheus server on a
+# host with an init system: while a policy-rc.d that exits 101 exists,
+# invoke-rc.d and deb-systemd-invoke start nothing. One already there (a
+# container's) is left alone; ours is removed after the install.
+steerd_install_packages_nostart() {
+        local guard=/usr/sbin/policy-rc.d rc=0
+        if [ "$(id -u)" -ne 0 ] || [ -e "$guard" ]; then
+                steerd_install_packages "$@"
+                return
+        fi
+        printf '#!/bin/sh\n# steerd scripts/lib.sh: no service starts while test tools install\nexit 101\n' >"$guard"
+        chmod 755 "$guard"
+        steerd_install_packages "$@" || rc=$?
+        rm -f "$guard"
+        return $rc
+}
+
 # steerd_build DIR [cmake args...]
 steerd_build() {
         local dir=$1

@@ -12,6 +12,9 @@ set -euo pipefail
 # Test-only tools: a private bus, threads in cgroups, load generators.
 steerd_install_packages "${STEERD_BUILD_PACKAGES[@]}" python3 dbus-daemon util-linux procps stress-ng rt-tests
 steerd_install_packages "${STEERD_FUZZ_PACKAGES[@]}"
+# promtool, for tests/t-prom-rules.sh (conf/prometheus); the server it comes
+# with is not started (scripts/lib.sh).
+steerd_install_packages_nostart prometheus
 
 cd "$STEERD_TOP"
 

@@ -118,6 +118,30 @@ grep -q "does-not-exist" "$TMP/steerd1.log" || fail "the missing cgroup was not 
 grep -q '^steerd_actions_dropped_total 0$' "$TMP/steerd.prom" ||
         fail "the policy engine dropped actions: $(grep dropped "$TMP/steerd.prom")"
 grep -Eq '^steerd_actions_applied_total [1-9]' "$TMP/steerd.prom" || fail "the metrics show no applied action"
+# Per cgroup: a steered group's window in the metrics is its cpuset now
+# (read as one file, written whole: no torn read), and steerd's own cost
+# and the write's time are there for an operator's alerts.
+cp "$TMP/steerd.prom" "$TMP/m1.prom"
+copied=$(date +%s.%N)
+for g in 1 2 3 4; do
+        cpus=$(cat "$CPUSET/$PREFIX-$g/cpuset.cpus")
+        [ "$cpus" = "$ALL" ] && continue
+        w=$(awk -v k="steerd_cgroup_window_cpus{cgroup=\"/$PREFIX-$g\"}" '$1 == k { print $2 }' "$TMP/m1.prom")
+        [ -n "$w" ] && [ "$w" -ge 1 ] || fail "no window in the metrics for /$PREFIX-$g (cpuset $cpus): $(grep "$PREFIX-$g" "$TMP/m1.prom")"
+        echo "metrics: /$PREFIX-$g window $w CPUs, cpuset $cpus"
+        grep -Eq "^steerd_cgroup_actions_total\{cgroup=\"/$PREFIX-$g\"\} [1-9]" "$TMP/m1.prom" ||
+                fail "/$PREFIX-$g was steered but its actions counter is not: $(grep "actions_total.*$PREFIX-$g" "$TMP/m1.prom")"
+done
+grep -Eq '^steerd_cgroup_steering\{cgroup="/'"$PREFIX"'-x"\} 1$' "$TMP/m1.prom" || fail "the xattr cgroup is not said to be steered"
+grep -Eq '^steerd_cpu_seconds_total [0-9.]+$' "$TMP/m1.prom" || fail "no steerd_cpu_seconds_total"
+grep -Eq '^steerd_resident_memory_bytes [1-9][0-9]+$' "$TMP/m1.prom" || fail "no steerd_resident_memory_bytes"
+t1=$(awk '$1 == "steerd_last_write_timestamp_seconds" { print $2 }' "$TMP/m1.prom")
+python3 -c "import sys; sys.exit(0 if 0 <= float(sys.argv[2]) - float(sys.argv[1]) < 5 else 1)" "$t1" "$copied" ||
+        fail "steerd_last_write_timestamp_seconds '$t1' is not the time of the write (copied at $copied)"
+sleep 0.5
+t2=$(awk '$1 == "steerd_last_write_timestamp_seconds" { print $2 }' "$TMP/steerd.prom")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) > float(sys.argv[1]) else 1)" "$t1" "$t2" ||
+        fail "the metrics file was not rewritten within 0.5 s at MetricsIntervalMs=100 ($t1, $t2)"
 grep -q "$PREFIX-x.*opted in with policy latency (xattr)" "$TMP/steerd1.log" || fail "the xattr opt-in was not picked up"
 kill -0 "$DAEMON" || fail "steerd died"
 

@@ -191,6 +191,8 @@ void act_hands_off_clear_cgroup(Actuator *a, const char *cgroup) {
 /* ---- retry list ---- */
 
 void act_retry_mark(Actuator *a, const char *cgroup, bool failed) {
+        if (failed)
+                a->givebacks_failed++;
         for (size_t i = 0; i < a->n_retry; i++)
                 if (streq(a->retry[i], cgroup)) {
                         if (!failed) {

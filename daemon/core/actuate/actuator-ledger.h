@@ -86,6 +86,7 @@ struct Actuator {
          * steerd's holds them. */
         char **retry;
         size_t n_retry;
+        uint64_t givebacks_failed; /* give-backs of a cgroup that failed, each attempt (metrics) */
         /* Tests only (actuator_set_write_hook()): called after each write
          * of a cgroup's CPUs, so that a test on a kernel 6.2 or later can
          * play one before it, which resets every task of the cpuset. */

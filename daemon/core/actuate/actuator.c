@@ -650,6 +650,13 @@ int actuator_release_all(Actuator *a) {
         return release_many(a, false);
 }
 
+void actuator_giveback_counts(const Actuator *a, uint64_t *ret_failed, size_t *ret_pending) {
+        if (ret_failed)
+                *ret_failed = a ? a->givebacks_failed : 0;
+        if (ret_pending)
+                *ret_pending = a ? a->n_retry : 0;
+}
+
 int actuator_retry(Actuator *a, bool all) {
         if (!a)
                 return -EINVAL;

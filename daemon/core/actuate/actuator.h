@@ -235,6 +235,11 @@ int actuator_restore_predecessor(const RootDir *root, const char *state_path, sd
  * for messages; returns how many cgroups. */
 size_t actuator_kept_description(const Actuator *a, char *buf, size_t size);
 
+/* Give-backs that failed since the start, each attempt counted (a retry
+ * that fails again counts again), and the cgroups whose records wait for a
+ * retry now: what an operator's alert watches. */
+void actuator_giveback_counts(const Actuator *a, uint64_t *ret_failed, size_t *ret_pending);
+
 /* How many threads and cgroups the actuator currently owns. */
 void actuator_counts(const Actuator *a, size_t *ret_threads, size_t *ret_cgroups);
 /* The threads of the cgroup the ledger owns, appended to *tids (n, alloc as

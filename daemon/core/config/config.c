@@ -44,6 +44,7 @@ static const KeyDef key_table[] = {
         K("Manager", "PersistRuntime", KEY_BOOL, persist_runtime, 0, 0),
         K("Manager", "MetricsFile", KEY_PATH, metrics_file, 0, 0),
         K("Manager", "MetricsIntervalMs", KEY_MSEC, metrics_interval_ms, 100, 3600000),
+        K("Manager", "MetricsCgroups", KEY_UINT, metrics_cgroups, 0, 100000),
         K("Manager", "RescanIntervalMs", KEY_MSEC, rescan_interval_ms, 100, 3600000),
         K("Manager", "Evaluate", KEY_EVALUATE, evaluate, 0, 0),
         K("Manager", "HarmPercent", KEY_DOUBLE, harm_percent, 0.1, 50),

@@ -62,6 +62,109 @@ static void render_trials(FILE *f, const MetricsCounters *c) {
         }
 }
 
+/* Per opted-in cgroup. A label per cgroup is a series per cgroup in every
+ * Prometheus that scrapes the host: past cgroups_limit the rest are summed
+ * under METRICS_CGROUP_OTHER, and steerd_cgroups_aggregated says how many. */
+static void render_cgroups(FILE *f, const MetricsCounters *c) {
+        static const struct {
+                const char *name, *type, *help;
+        } fam[] = {
+                {"steerd_cgroup_actions_total", "counter",
+                 "Changes steerd made to the cgroup's or its threads' CPUs (windows, pins, moves)."},
+                {"steerd_cgroup_reverts_total", "counter",
+                 "Of those, the ones the guard judged worse and undid."},
+                {"steerd_cgroup_givebacks_total", "counter",
+                 "Masks given back for another reason than the guard (calm, idle, opt-out, mode)."},
+                {"steerd_cgroup_window_cpus", "gauge", "CPUs of the cgroup's scan window now (0: none)."},
+                {"steerd_cgroup_pinned_threads", "gauge",
+                 "The cgroup's threads on a mask of steerd's now (pinned where they last ran, or moved)."},
+                {"steerd_cgroup_steering", "gauge",
+                 "1 while steerd steers the cgroup; 0 in a trial's hands-off block or where Evaluate=auto "
+                 "turned steering off."},
+        };
+        size_t own = MIN(c->n_cgroups, (size_t) c->cgroups_limit);
+        MetricsCgroup other = {.cgroup = METRICS_CGROUP_OTHER};
+
+        for (size_t i = own; i < c->n_cgroups; i++) {
+                const MetricsCgroup *g = &c->cgroups[i];
+                other.actions += g->actions;
+                other.reverts += g->reverts;
+                other.givebacks += g->givebacks;
+                other.window_cpus += g->window_cpus;
+                other.pinned_threads += g->pinned_threads;
+                other.steering += g->steering; /* summed: how many of them are steered */
+        }
+        for (size_t k = 0; k < ELEMENTSOF(fam); k++) {
+                fprintf(f, "# HELP %s %s%s\n# TYPE %s %s\n", fam[k].name, fam[k].help,
+                        k == ELEMENTSOF(fam) - 1 ? " For cgroup=\"" METRICS_CGROUP_OTHER "\": how many are."
+                                                 : "",
+                        fam[k].name, fam[k].type);
+                for (size_t i = 0; i <= own; i++) {
+                        const MetricsCgroup *g = i < own ? &c->cgroups[i] : &other;
+                        uint64_t v;
+                        if (i == own && own == c->n_cgroups)
+                                break;
+                        switch (k) {
+                        case 0:
+                                v = g->actions;
+                                break;
+                        case 1:
+                                v = g->reverts;
+                                break;
+                        case 2:
+                                v = g->givebacks;
+                                break;
+                        case 3:
+                                v = g->window_cpus;
+                                break;
+                        case 4:
+                                v = g->pinned_threads;
+                                break;
+                        default:
+                                v = i < own ? (g->steering ? 1 : 0) : (uint64_t) g->steering;
+                                break;
+                        }
+                        fprintf(f, "%s{cgroup=\"", fam[k].name);
+                        label_value(f, g->cgroup);
+                        fprintf(f, "\"} %" PRIu64 "\n", v);
+                }
+        }
+        fprintf(f,
+                "# HELP steerd_cgroups_aggregated Opted-in cgroups beyond MetricsCgroups, summed under "
+                "cgroup=\"" METRICS_CGROUP_OTHER "\".\n# TYPE steerd_cgroups_aggregated gauge\n"
+                "steerd_cgroups_aggregated %zu\n",
+                c->n_cgroups - own);
+}
+
+/* steerd itself: what it costs, whether it is stuck. */
+static void render_self(FILE *f, const MetricsCounters *c) {
+        fprintf(f,
+                "# HELP steerd_givebacks_failed_total Give-backs that failed (the bus down, the kernel "
+                "refused), each attempt; the record is kept and tried again.\n"
+                "# TYPE steerd_givebacks_failed_total counter\nsteerd_givebacks_failed_total %" PRIu64 "\n"
+                "# HELP steerd_givebacks_pending Cgroups whose give-back failed and waits for a retry now.\n"
+                "# TYPE steerd_givebacks_pending gauge\nsteerd_givebacks_pending %zu\n",
+                c->givebacks_failed, c->givebacks_pending);
+        if (c->cpu_seconds >= 0)
+                fprintf(f,
+                        "# HELP steerd_cpu_seconds_total CPU time steerd itself used, user and system.\n"
+                        "# TYPE steerd_cpu_seconds_total counter\nsteerd_cpu_seconds_total %.6f\n",
+                        c->cpu_seconds);
+        if (c->rss_bytes > 0)
+                fprintf(f,
+                        "# HELP steerd_resident_memory_bytes steerd's resident memory.\n"
+                        "# TYPE steerd_resident_memory_bytes gauge\nsteerd_resident_memory_bytes %" PRIu64
+                        "\n",
+                        c->rss_bytes);
+        if (c->write_time > 0)
+                fprintf(f,
+                        "# HELP steerd_last_write_timestamp_seconds When steerd wrote this file (a file "
+                        "that stops changing is a steerd that stopped).\n"
+                        "# TYPE steerd_last_write_timestamp_seconds gauge\n"
+                        "steerd_last_write_timestamp_seconds %.3f\n",
+                        c->write_time);
+}
+
 int metrics_render(const Snapshot *s, const MetricsCounters *c, char **ret) {
         char *buf = NULL;
         size_t size = 0;
@@ -131,6 +234,8 @@ int metrics_render(const Snapshot *s, const MetricsCounters *c, char **ret) {
                 c->mode ? c->mode : "unknown");
 
         render_trials(f, c);
+        render_cgroups(f, c);
+        render_self(f, c);
 
         if (fclose(f) != 0) {
                 free(buf);

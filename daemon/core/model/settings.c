@@ -29,6 +29,7 @@ void settings_init_defaults(Settings *s) {
         s->runnable_interval_ms = 500;
         s->persist_runtime = true;
         s->metrics_interval_ms = 10000;
+        s->metrics_cgroups = 64;
         s->rescan_interval_ms = 5000;
         s->min_window_cores = 1;
         s->window_headroom = 0.25;

@@ -40,6 +40,7 @@ typedef struct Settings {
         bool persist_runtime;            /* runtime mode and opt-ins survive a restart; true */
         char metrics_file[4096];         /* Prometheus textfile; "" = off */
         uint64_t metrics_interval_ms;    /* how often it is rewritten; 10000 */
+        unsigned metrics_cgroups;        /* cgroups with a label of their own, the rest summed; 64 */
         uint64_t rescan_interval_ms;     /* cgroup trees walked for xattrs, globs and units; 5000 */
 
         /* [Policy] */

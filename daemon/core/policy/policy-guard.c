@@ -200,6 +200,7 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
                 *e = (Experiment){};
                 c->backoff[p].level = 0;
                 ctx->state->counters.kept++;
+                c->counters.kept++;
                 return 0;
         }
 
@@ -227,6 +228,7 @@ static int verdict(PolicyCtx *ctx, CgroupState *c, ThreadState *t, Layer *l, Act
                         c->verdict[p] = v;
                 policy_back_off(c, p, ctx->now_us, off_us);
                 ctx->state->counters.reverted++;
+                c->counters.reverted++;
         }
         return 0;
 }

@@ -195,6 +195,7 @@ typedef struct CgroupState {
         uint64_t window_long_since_us;  /* the window bigger than its demand needs since; 0: it is not */
         uint64_t window_calm_since_us;  /* its LLC calm at every look since; 0: it is not */
         Departure left;                 /* its last whole-cgroup balance move */
+        PolicyCounters counters;        /* its share of the state's counters, since it was first held */
         Backoff backoff[N_LAYER_POLICIES];
         Verdict verdict[N_LAYER_POLICIES];
         /* Σ wait and Σ util of its threads averaged over about the last

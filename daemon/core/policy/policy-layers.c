@@ -99,6 +99,7 @@ int policy_emit(PolicyCtx *ctx, ActionKind kind, ActionPolicy policy, CgroupStat
                 /* Counted, so that a drop shows in status and metrics and a
                  * test notices it: a log line alone goes unseen. */
                 ctx->state->counters.dropped++;
+                c->counters.dropped++;
                 log_warning("policy: dropping %s %s for %s%s%.0d: %s (it was: %s)",
                             action_policy_to_string(policy), action_kind_to_string(kind), c->path,
                             t ? "/" : "", t ? (int) t->tid : 0, why, reason);
@@ -109,10 +110,13 @@ int policy_emit(PolicyCtx *ctx, ActionKind kind, ActionPolicy policy, CgroupStat
         if (r < 0)
                 return r;
 
-        if (kind != ACTION_RESTORE)
+        if (kind != ACTION_RESTORE) {
                 ctx->state->counters.applied++;
-        else if (policy != ACTION_POLICY_GUARD)
+                c->counters.applied++;
+        } else if (policy != ACTION_POLICY_GUARD) {
                 ctx->state->counters.restored++;
+                c->counters.restored++;
+        }
         if (t)
                 t->acted = true;
         else

@@ -156,6 +156,23 @@ void policy_state_counters(const PolicyState *s, PolicyCounters *ret) {
         *ret = s ? s->counters : (PolicyCounters){};
 }
 
+int policy_state_cgroup_figures(const PolicyState *s, const char *cgroup, PolicyCgroupFigures *ret) {
+        const CgroupState *c = policy_state_find_cgroup(s, cgroup);
+        PolicyCgroupFigures f = {};
+
+        if (!c)
+                return -ENOENT;
+        f.counters = c->counters;
+        if (c->window.mask)
+                f.window_cpus = (unsigned) MAX(hwloc_bitmap_weight(c->window.mask), 0);
+        for (size_t i = 0; i < c->n_threads; i++)
+                if (c->threads[i].pin.mask || c->threads[i].home.mask)
+                        f.held_threads++;
+        if (ret)
+                *ret = f;
+        return 0;
+}
+
 static int cgroup_state_cmp(const void *a, const void *b) {
         return strcmp(((const CgroupState *) a)->path, ((const CgroupState *) b)->path);
 }

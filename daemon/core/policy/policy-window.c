@@ -309,7 +309,8 @@ static bool growth_waits(PolicyCtx *ctx, const LlcWork *w, const Cand *cand, hwl
 /* A held window that would shrink waits until its demand has wanted fewer
  * CPUs at every look for WINDOW_SHRINK_HOLD_US. Whether this shrink must
  * wait; tracks since when the window has been bigger than needed. */
-static bool shrink_waits(PolicyCtx *ctx, const Cand *cand, hwloc_const_bitmap_t cur, hwloc_const_bitmap_t want) {
+static bool shrink_waits(PolicyCtx *ctx, const Cand *cand, hwloc_const_bitmap_t cur,
+                         hwloc_const_bitmap_t want) {
         CgroupState *c = cand->c;
 
         if (!cand->held || hwloc_bitmap_weight(want) >= hwloc_bitmap_weight(cur)) {

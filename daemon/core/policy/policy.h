@@ -78,6 +78,18 @@ typedef struct PolicyCounters {
 
 void policy_state_counters(const PolicyState *s, PolicyCounters *ret);
 
+/* What the state holds of one cgroup, for the exporter: its counters (since
+ * the state first held it: gone with it, as Prometheus counters may be),
+ * the CPUs of its window now (0: none) and the threads it holds a mask on. */
+typedef struct PolicyCgroupFigures {
+        PolicyCounters counters;
+        unsigned window_cpus;
+        unsigned held_threads;
+} PolicyCgroupFigures;
+
+/* -ENOENT if the state holds nothing of the cgroup. */
+int policy_state_cgroup_figures(const PolicyState *s, const char *cgroup, PolicyCgroupFigures *ret);
+
 /* Whether the state holds a layer anywhere (a window, a cgroup's or a
  * thread's mask, observe mode's shadows too): while it does, every tick
  * must judge it. */

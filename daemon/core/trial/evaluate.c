@@ -2,19 +2,12 @@
 #include <math.h>
 
 #include "evaluate.h"
-
-static uint64_t next_random(uint64_t *state) {
-        /* splitmix64, as the trials' block order. */
-        uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
-        z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-        return z ^ (z >> 31);
-}
+#include "random.h"
 
 static void start_cycle(Evaluation *e, uint64_t now_us) {
         e->pos = 0;
-        e->off_pos = 1 + (unsigned) (next_random(&e->rng) % (e->duty - 1));
-        if (e->off_pos + 1 >= e->duty || (next_random(&e->rng) & 1))
+        e->off_pos = 1 + (unsigned) (splitmix64(&e->rng) % (e->duty - 1));
+        if (e->off_pos + 1 >= e->duty || (splitmix64(&e->rng) & 1))
                 e->pair_pos = e->off_pos - 1;
         else
                 e->pair_pos = e->off_pos + 1;

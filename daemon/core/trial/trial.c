@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <time.h>
 
+#include "random.h"
 #include "trial.h"
 
 static const char *const trial_arm_table[_TRIAL_ARM_MAX] = {
@@ -52,14 +53,6 @@ size_t trial_pairs_for(uint64_t duration_us, uint64_t block_us) {
         if (block_us == 0 || duration_us / block_us < TRIAL_READINESS_BLOCKS)
                 return 0;
         return (duration_us / block_us - TRIAL_READINESS_BLOCKS) / 2;
-}
-
-/* splitmix64: a reproducible order from the recorded seed. */
-static uint64_t splitmix64(uint64_t *state) {
-        uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
-        z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-        return z ^ (z >> 31);
 }
 
 static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
