@@ -66,6 +66,7 @@ void manager_info_done(ManagerInfo *i) {
         free(i->mode_source);
         free(i->config_mode);
         free(i->wake_sampling);
+        free(i->kernel_cache);
         free(i->version);
         for (size_t k = 0; k < i->n_counters; k++)
                 free(i->counters[k].name);
@@ -141,6 +142,8 @@ static int parse_manager_properties(sd_bus_message *m, ManagerInfo *info) {
                         r = read_string_variant(m, &info->config_mode);
                 else if (streq(name, "WakeSampling"))
                         r = read_string_variant(m, &info->wake_sampling);
+                else if (streq(name, "KernelCacheAware"))
+                        r = read_string_variant(m, &info->kernel_cache);
                 else if (streq(name, "Version"))
                         r = read_string_variant(m, &info->version);
                 else if (streq(name, "SamplePeriodUSec"))

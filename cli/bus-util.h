@@ -42,6 +42,7 @@ typedef struct ManagerInfo {
         char *config_mode;      /* the config's Mode= */
         char *version;
         char *wake_sampling; /* NULL from an older daemon */
+        char *kernel_cache;  /* KernelCacheAware; NULL from an older daemon */
         uint64_t sample_period_usec;
         Counter *counters; /* in the daemon's order */
         size_t n_counters;

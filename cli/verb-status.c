@@ -81,6 +81,9 @@ static int status_to_json(const ManagerInfo *info, const CgroupList *l, json_obj
             json_add_full(o, "wake_sampling",
                           info->wake_sampling ? json_object_new_string(info->wake_sampling) : NULL,
                           true) < 0 ||
+            json_add_full(o, "kernel_cache_aware",
+                          info->kernel_cache ? json_object_new_string(info->kernel_cache) : NULL,
+                          true) < 0 ||
             json_add(o, "counters", TAKE_PTR(counters)) < 0 || json_add(o, "cgroups", cgroups) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(o);
@@ -128,6 +131,8 @@ static void print_status(const ManagerInfo *info, const CgroupList *l) {
         printf("Sample period: %s\n", format_timespan(span, sizeof(span), info->sample_period_usec));
         if (info->wake_sampling)
                 printf("Wake sampling: %s\n", info->wake_sampling);
+        if (info->kernel_cache)
+                printf("Kernel cache-aware scheduling: %s\n", info->kernel_cache);
         printf("     Counters:");
         if (info->n_counters == 0)
                 printf(" -");

@@ -166,6 +166,13 @@ static int property_get_wake_sampling(sd_bus *bus, const char *path, const char 
         return sd_bus_message_append(reply, "s", sampler_wake_status(m->sampler));
 }
 
+static int property_get_kernel_cache(sd_bus *bus, const char *path, const char *interface,
+                                     const char *property, sd_bus_message *reply, void *userdata,
+                                     sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", sampler_kernel_cache_status(m->sampler));
+}
+
 static int property_get_period(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
@@ -603,6 +610,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Counters", "a{st}", property_get_counters, 0, 0),
         SD_BUS_PROPERTY("WakeSampling", "s", property_get_wake_sampling, 0, 0),
+        SD_BUS_PROPERTY("KernelCacheAware", "s", property_get_kernel_cache, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("SetMode", SD_BUS_ARGS("s", mode), SD_BUS_NO_RESULT, method_set_mode,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ResetMode", SD_BUS_NO_ARGS, SD_BUS_RESULT("b", dropped), method_reset_mode,

@@ -20,6 +20,9 @@
  *   WakeSampling      s   who wakes whom (sched_waking through perf_event_open): off (WakeGroups=no),
  *                         idle (no cgroup needs it), observing, held (the last observation holds),
  *                         or "unavailable: <why and what to do>" (tried again at Reload)
+ *   KernelCacheAware  s   the kernel's own cache-aware scheduling (CONFIG_SCHED_CACHE): "on: HOW"
+ *                         (steerd then opens no window and places no wake group for a cgroup of
+ *                         one process), "off: HOW" (built in, turned off), "absent: HOW"
  *
  * Methods:
  *   SetMode(s mode)                      root or polkit org.steerd1.manage

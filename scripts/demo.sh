@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The demo of the README: four `hackbench -g 1 --threads --pipe` processes,
+# The demo of docs/OPERATIONS.md: four `hackbench -g 1 --threads --pipe` processes,
 # each in its own cpuset cgroup opted in with the latency policy; steerd
 # steers them for a while (its log says what and why), then stops and gives
 # every mask back. Run as root after scripts/run.sh has built steerd.

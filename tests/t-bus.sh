@@ -399,7 +399,7 @@ want_signals = {"ModeChanged": ("s",), "LLCOverload": ("u", "b", "d"), "ActionsA
 want_props = {"Mode": ("s", "read"), "ModeSource": ("s", "read"), "ModeSetUSec": ("t", "read"),
               "ConfigMode": ("s", "read"), "SamplePeriodUSec": ("t", "read"), "Version": ("s", "read"),
               "Counters": ("a{st}", "read"), "WakeSampling": ("s", "read"),
-              "Trials": ("a(sssssddddss)", "read")}
+              "KernelCacheAware": ("s", "read"), "Trials": ("a(sssssddddss)", "read")}
 ok = True
 for kind, got, want in (("methods", methods, want_methods), ("signals", signals, want_signals),
                         ("properties", props, want_props)):

@@ -61,7 +61,9 @@ CHECKS=(install cgroup-v2 analyze-verify two-llcs unit-cpuset-enabled start syst
         scope-systemd-backend scope-original-cpus scope-allowedcpus-follows-plan scope-restored-on-opt-out
         slice-service-systemd-backend slice-service-original-cpus slice-service-restored-on-opt-out
         wake-groups-refused wake-groups-placed wake-groups-restored
+        pods-glob-taken pods-glob-forgotten
         v2-cpuset-backend v2-cpuset-written v2-cpuset-restored v2-thread-masks-restored
+        writer-let-go writer-no-writes
         steerctl-status-unprivileged steerctl-mode-denied-unprivileged reload reload-bad-config
         stop-restores-unit
         balance-to-idle-llc balance-restored
@@ -209,6 +211,7 @@ wait_for() { # wait_for SECONDS cmd... : 0 as soon as cmd succeeds
         done
 }
 journal_has() { journal | grep -q -- "$1"; }
+journal_has_since() { journal_since "$1" | grep -q -- "$2"; } # MARK PATTERN
 journal_grep() { journal | grep -- "$1" | tail -"${2:-3}"; }
 steerd_active() { [ "$(systemctl is-active steerd.service)" = active ]; }
 main_pid() { systemctl show -p MainPID --value steerd.service 2>/dev/null; }
@@ -606,6 +609,46 @@ for r in "$RG" "$RU"; do steerctl opt-out "$r" >/dev/null 2>&1; done
 systemctl stop steerdrule-b.scope steerdunit.service
 fi
 
+# ---- 6e. pods: a kubelet-shaped hierarchy made by systemd ----
+# kubelet's systemd driver: kubepods.slice / kubepods-burstable.slice /
+# kubepods-burstable-pod<uid>.slice / cri-containerd-<id>.scope (systemd
+# nests a slice by the dashes of its name; kubelet writes a pod uid's
+# dashes as underscores). The README's glob takes the containers in as they
+# start and forgets them as they stop (docs/OPERATIONS.md, "Pods").
+
+if [ "$(left)" -lt 60 ]; then
+        skip_time pods-glob-taken pods-glob-forgotten
+else
+RP='/kubepods.slice/**/cri-containerd-*.scope'
+PUID=6f1c2d3e_4b5a_4978_8796_a5b4c3d2e1f0
+PCID1=0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9
+PCID2=9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0
+PPOD=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod$PUID.slice
+RP_WANT="$PPOD/cri-containerd-$PCID1.scope $PPOD/cri-containerd-$PCID2.scope"
+pods_both() { [ "$(rule_list "$RP")" = "$RP_WANT" ]; }
+pods_second() { [ "$(rule_list "$RP")" = "$PPOD/cri-containerd-$PCID2.scope" ]; }
+out=$(steerctl opt-in "$RP" --policy balanced 2>&1) || result FAIL pods-opt-in "steerctl opt-in '$RP': $out"
+for c in $PCID1 $PCID2; do
+        systemd-run --quiet --scope --unit=cri-containerd-$c --slice=kubepods-burstable-pod$PUID \
+                "${LOADCMD[@]}" --threads 1 --duty 20 --seconds 3000 </dev/null >/dev/null 2>&1 &
+done
+t0=$SECONDS
+if wait_for 25 pods_both; then
+        result PASS pods-glob-taken "'$RP' took in both containers of pod $PUID within $((SECONDS - t0)) s: $(rule_list "$RP" | tr ' ' '|'); cgroup dir $(test -d "$CG$PPOD/cri-containerd-$PCID1.scope" && echo present)"
+else
+        result FAIL pods-glob-taken "'$RP' matched '$(rule_list "$RP")' after 25 s, expected '$RP_WANT'; slices: $(ls -d "$CG"/kubepods.slice/*/* 2>/dev/null | paste -sd'|')"
+fi
+systemctl stop cri-containerd-$PCID1.scope
+t0=$SECONDS
+if wait_for 20 pods_second; then
+        result PASS pods-glob-forgotten "cri-containerd-${PCID1:0:12}... stopped: forgotten within $((SECONDS - t0)) s, the other kept: $(journal_grep "cri-containerd-$PCID1.scope: gone" 1)"
+else
+        result FAIL pods-glob-forgotten "after stopping cri-containerd-$PCID1.scope, '$RP' matches '$(rule_list "$RP")'"
+fi
+steerctl opt-out "$RP" >/dev/null 2>&1
+systemctl stop cri-containerd-$PCID2.scope 2>/dev/null
+fi
+
 # ---- 6c. who wakes whom: two rings of three threads in one scope ----
 # Each ring passes a token around through pipes: a group that talks among
 # itself and never to the other ring. steerd samples sched_waking (the
@@ -812,7 +855,8 @@ fi
 # ---- 7. a plain cgroup v2 group with the cpuset controller ----
 
 if [ "$(left)" -lt 90 ]; then
-        skip_time v2-cpuset-backend v2-cpuset-written v2-cpuset-restored v2-thread-masks-restored
+        skip_time v2-cpuset-backend v2-cpuset-written v2-cpuset-restored v2-thread-masks-restored \
+                writer-let-go writer-no-writes
 else
 
 V2=test-v2
@@ -887,6 +931,49 @@ else
 fi
 err=$( (printf '\n' >$CG/$V2/cpuset.cpus) 2>&1) && err="ok"
 result INFO v2-manual-write "echo '' > $CG/$V2/cpuset.cpus by hand, with a task in it: ${err:-ok}"
+
+# Another cpuset writer (docs/OPERATIONS.md): like kubelet's reconcile loop
+# (every 10 s; here every 2 s), it re-applies its own cpuset.cpus. steerd
+# lets go at its first overwrite of a window, says so once, and writes
+# nothing more to the cgroup while the writer goes on, nor after it stops.
+W_ALL=$(cat $CG/cpuset.cpus.effective)
+v2_narrowed() { local c; c=$(cg_cpus $V2); [ -n "$c" ] && [ "$c" != "$(cpulist "$W_ALL")" ]; }
+steerctl opt-in /$V2 --policy latency >/dev/null 2>&1
+if ! wait_for 60 v2_narrowed; then
+        result FAIL writer-let-go "steerd set no window on /$V2 within 60 s of opting it in again: $(journal | grep -F "cgroup /$V2" | tail -2 | paste -sd'|')"
+        skip_cap "no window to overwrite" writer-no-writes
+else
+        wmark=$(jmark)
+        (while :; do echo "$W_ALL" >$CG/$V2/cpuset.cpus 2>/dev/null; sleep 2; done) &
+        WRITER=$!
+        t0=$SECONDS
+        if wait_for 40 journal_has_since "$wmark" "cgroup /$V2: CPUs are now .*someone else changed them; letting go"; then
+                lmark=$(jmark)
+                result PASS writer-let-go "let go $((SECONDS - t0)) s after the writer's first write: $(journal_since "$wmark" | grep -F "cgroup /$V2: CPUs are now" | head -1)"
+                bad=""
+                for _ in 1 2 3 4 5 6 7 8 9 10 11 12; do
+                        sleep 1
+                        c=$(cg_cpus $V2)
+                        [ "$c" = "$(cpulist "$W_ALL")" ] || bad+=" $c"
+                done
+                kill $WRITER 2>/dev/null
+                wait $WRITER 2>/dev/null
+                sleep 5
+                [ "$(cg_cpus $V2)" = "$(cpulist "$W_ALL")" ] || bad+=" after:$(cg_cpus $V2)"
+                writes=$(journal_since "$lmark" | grep -cF "cgroup /$V2: CPUs ")
+                letgo=$(journal_since "$wmark" | grep -c "cgroup /$V2: .*letting go")
+                if [ "$writes" = 0 ] && [ -z "$bad" ] && [ "$letgo" = 1 ]; then
+                        result PASS writer-no-writes "12 s of rewrites every 2 s and 5 s after the writer stopped: 0 writes by steerd, cpuset.cpus always the writer's '$W_ALL', the let-go said once"
+                else
+                        result FAIL writer-no-writes "steerd's writes after the let-go: $writes ($(journal_since "$lmark" | grep -F "cgroup /$V2: CPUs " | head -2 | paste -sd'|')); values not the writer's:${bad:- none}; let-go said $letgo times"
+                fi
+        else
+                kill $WRITER 2>/dev/null
+                result FAIL writer-let-go "no let-go within 40 s of a writer re-applying '$W_ALL' every 2 s: $(journal_since "$wmark" | grep -F "/$V2" | tail -3 | paste -sd'|')"
+                skip_cap "no let-go" writer-no-writes
+        fi
+fi
+steerctl opt-out /$V2 >/dev/null 2>&1
 kill $V2PID 2>/dev/null
 fi
 

@@ -61,7 +61,7 @@ static json_object *thread_to_json(const ThreadSample *t) {
         return TAKE_PTR(o);
 }
 
-static json_object *cgroup_to_json(const CgroupSample *c) {
+static json_object *cgroup_to_json(const CgroupSample *c, bool processes) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object(),
                                                 *threads = json_object_new_array();
         if (!o || !threads || json_add(o, "path", json_object_new_string(c->path)) < 0 ||
@@ -71,6 +71,7 @@ static json_object *cgroup_to_json(const CgroupSample *c) {
             json_add(o, "pressure_some_avg10", json_double_1(c->pressure_some_avg10)) < 0 ||
             (c->usage >= 0 && json_add(o, "usage", json_double_1(c->usage)) < 0) ||
             json_add(o, "members", json_object_new_uint64(c->n_members)) < 0 ||
+            (processes && json_add(o, "processes", json_object_new_uint64(c->n_processes)) < 0) ||
             json_add(o, "threads_partial", json_object_new_boolean(c->threads_partial)) < 0)
                 return NULL;
         for (size_t i = 0; i < c->n_threads; i++)
@@ -96,6 +97,10 @@ int snapshot_to_json(const Snapshot *s, json_object **ret) {
             json_add(source, "threads_truncated", json_object_new_boolean(s->threads_truncated)) < 0 ||
             json_add(o, "source", TAKE_PTR(source)) < 0)
                 return -ENOMEM;
+        /* Only where it is on, with each cgroup's processes: what the policy
+         * reads of it, so that a recording replays; older ones have neither. */
+        if (s->kernel_cache_aware && json_add(o, "kernel_cache_aware", json_object_new_boolean(true)) < 0)
+                return -ENOMEM;
         for (size_t i = 0; i < s->n_cpus; i++)
                 if (json_append(cpus, cpu_to_json(&s->cpus[i])) < 0)
                         return -ENOMEM;
@@ -103,7 +108,7 @@ int snapshot_to_json(const Snapshot *s, json_object **ret) {
                 if (json_append(llcs, llc_to_json(&s->llcs[i])) < 0)
                         return -ENOMEM;
         for (size_t i = 0; i < s->n_cgroups; i++)
-                if (json_append(cgroups, cgroup_to_json(&s->cgroups[i])) < 0)
+                if (json_append(cgroups, cgroup_to_json(&s->cgroups[i], s->kernel_cache_aware)) < 0)
                         return -ENOMEM;
         if (json_add(psi, "some_avg10", json_double_1(s->psi_some_avg10)) < 0 ||
             json_add(psi, "full_avg10", json_double_1(s->psi_full_avg10)) < 0 ||
@@ -290,6 +295,8 @@ static int parse_cgroup(const Ctx *x, json_object *o, CgroupSample *c) {
                 return -EBADMSG;
         if (json_object_object_get_ex(o, "members", &v))
                 c->n_members = json_object_get_uint64(v);
+        if (json_object_object_get_ex(o, "processes", &v))
+                c->n_processes = json_object_get_uint64(v);
         if (json_object_object_get_ex(o, "threads_partial", &v))
                 c->threads_partial = json_object_get_boolean(v);
         c->threads = calloc(MAX(n, (size_t) 1), sizeof(ThreadSample));
@@ -316,6 +323,8 @@ static int parse_source(const Ctx *x, json_object *o, Snapshot *s) {
                                        json_object_get_string(v));
         if (json_object_object_get_ex(source, "threads_truncated", &v))
                 s->threads_truncated = json_object_get_boolean(v);
+        if (json_object_object_get_ex(o, "kernel_cache_aware", &v))
+                s->kernel_cache_aware = json_object_get_boolean(v);
         return 0;
 }
 

@@ -101,6 +101,7 @@ typedef struct CgroupSample {
          * processes' stat), < 0 where unknown; and its threads. */
         double usage;
         size_t n_members;
+        size_t n_processes; /* lines of its cgroup.procs; 0: unknown */
         /* The thread layer: threads[] holds every member (false), or only
          * the threads steerd holds a mask on (true: the cgroup was quiet,
          * the other members were not read this tick and keep their state). */
@@ -121,6 +122,9 @@ typedef struct Snapshot {
         CgroupSample *cgroups;
         size_t n_cgroups;
         bool threads_truncated; /* the THREADS source hit its scan bound */
+        /* The kernel's cache-aware scheduling is on (kernel-cache.h): it
+         * keeps a process's threads in one LLC itself. */
+        bool kernel_cache_aware;
 } Snapshot;
 
 Snapshot *snapshot_free(Snapshot *s);

@@ -259,6 +259,10 @@ static int explain_window_gate(Explanation *e, const Snapshot *snap, const Setti
                            c->window_gate_in_home, c->window_gate_demand, where);
         case WINDOW_GATE_NOT_HERE:
                 return say(e, "window", "no window: none of the CPUs it may use are in %s", where);
+        case WINDOW_GATE_KERNEL_CACHE:
+                return say(e, "window",
+                           "no window: one process, and the kernel's cache-aware scheduling keeps its "
+                           "threads in one LLC itself");
         case WINDOW_GATE_HELD:
         case WINDOW_GATE_CANDIDATE:
         case WINDOW_GATE_CONSOLIDATE:

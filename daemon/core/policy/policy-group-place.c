@@ -290,7 +290,8 @@ int policy_group_pin(PolicyCtx *ctx, unsigned budget, unsigned *ret_pins) {
                 ThreadGroup *g = NULL;
                 size_t n = 0;
 
-                if (!c || !policy_enabled(ctx->settings, c->sample->policy, ACTION_POLICY_STICKY))
+                if (!c || !policy_enabled(ctx->settings, c->sample->policy, ACTION_POLICY_STICKY) ||
+                    policy_kernel_keeps_together(ctx, c))
                         continue;
                 r = policy_groups_find(ctx, c, &g, &n);
                 if (r >= 0)

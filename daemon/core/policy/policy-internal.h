@@ -153,6 +153,7 @@ typedef enum WindowGate {
         WINDOW_GATE_HELD,          /* it holds a window there */
         WINDOW_GATE_CANDIDATE,     /* it may get one: placed if the plan says so */
         WINDOW_GATE_CONSOLIDATE,   /* below overload, it may get a consolidation window */
+        WINDOW_GATE_KERNEL_CACHE,  /* one process, whose threads the kernel's cache-aware scheduling keeps together */
         _WINDOW_GATE_MAX,
 } WindowGate;
 
@@ -511,6 +512,10 @@ bool policy_cgroup_settled(const PolicyCtx *ctx, const CgroupState *c);
  * of a new window, so that a group near it does not flap. */
 #define WINDOW_IDLE_DEMAND_PERCENT 12.5
 bool policy_demand_too_light(double demand);
+/* The kernel's cache-aware scheduling is on and the cgroup holds one
+ * process: the kernel keeps its threads in one LLC itself, so steerd opens
+ * no window and places no wake group there (docs/DECISIONS.md). */
+bool policy_kernel_keeps_together(const PolicyCtx *ctx, const CgroupState *c);
 /* The share of an overloaded LLC a window needs is rounded up from this many
  * CPUs over a whole number. */
 #define WINDOW_SHARE_SLACK 0.15

@@ -54,6 +54,10 @@ int policy_mask_llc(const Snapshot *snap, hwloc_const_bitmap_t mask) {
         return llc;
 }
 
+bool policy_kernel_keeps_together(const PolicyCtx *ctx, const CgroupState *c) {
+        return ctx->snap->kernel_cache_aware && c->sample && c->sample->n_processes == 1;
+}
+
 /* A window is for a cgroup with work enough to keep a CPU of it busy: its
  * threads wake each other and share the window's caches. A light one (a few
  * timer threads) would only queue behind the LLC's other load on the

@@ -497,6 +497,8 @@ static int window_gate(const PolicyCtx *ctx, CgroupState *c, const WindowDomain 
                 return WINDOW_GATE_BACKED_OFF;
         if (c->window.mask)
                 return c->window_llc == dom->id ? WINDOW_GATE_HELD : WINDOW_GATE_UNSEEN;
+        if (policy_kernel_keeps_together(ctx, c))
+                return WINDOW_GATE_KERNEL_CACHE;
         if (!policy_llc_overloaded(llc))
                 return consolidation_gate(ctx, c, dom, h);
         if (policy_cgroup_holds_thread_homes(c))

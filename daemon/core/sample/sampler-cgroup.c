@@ -430,6 +430,7 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
                 r = threads_all(s, sc, cc, t, n_scanned, now_us, c);
         }
         c->n_members = cc->n_tids;
+        c->n_processes = cc->n_procs;
         /* Empty (a workload is about to be moved in: no event says so) or
          * changing: its members are read every sample, and so is the host. */
         cc->quiet = cc->quiet && cc->n_tids > 0 && s->n_samples - cc->procs_changed >= SAMPLER_MEMBERS_FRESH;

@@ -28,6 +28,7 @@
 #include <limits.h>
 #include <time.h>
 
+#include "kernel-cache.h"
 #include "proc-schedstat.h"
 #include "proc-stat.h"
 #include "sampler.h"
@@ -178,6 +179,13 @@ struct Sampler {
         bool wake_wanted; /* the mode may place groups (default: yes) */
         bool wake_off;    /* not available: said once, not tried again until a reload */
         char wake_status[600];
+
+        /* The kernel's cache-aware scheduling (kernel-cache.h), probed every
+         * SAMPLER_KERNEL_CACHE_PROBE_US: its knobs can change at run time. */
+        KernelCacheAware kernel_cache;
+        uint64_t kernel_cache_probed_us;
+        bool kernel_cache_probed;
+        char kernel_cache_status[260];
 };
 
 static inline int sampler_read_file(const Sampler *s, const char *path, char **ret) {

@@ -120,6 +120,38 @@ static void sampler_commit(Sampler *s, ThreadTable *t, ProcStat *stat, ProcSched
         s->prev_time_us = now_us;
 }
 
+/* The kernel's cache-aware scheduling: probed at the first sample and every
+ * SAMPLER_KERNEL_CACHE_PROBE_US (a knob can be turned at run time); a
+ * change is said once. */
+static void kernel_cache_sample(Sampler *s, uint64_t now_us, Snapshot *snap) {
+        if (!s->kernel_cache_probed || now_us - s->kernel_cache_probed_us >= SAMPLER_KERNEL_CACHE_PROBE_US) {
+                KernelCacheAware k;
+                kernel_cache_aware_probe(s->root, &k);
+                if (!s->kernel_cache_probed || k.present != s->kernel_cache.present ||
+                    k.enabled != s->kernel_cache.enabled) {
+                        snprintf(s->kernel_cache_status, sizeof(s->kernel_cache_status), "%s: %s",
+                                 k.enabled   ? "on"
+                                 : k.present ? "off"
+                                             : "absent",
+                                 k.how);
+                        if (k.present)
+                                log_info("Kernel cache-aware scheduling %s (%s)%s", k.enabled ? "on" : "off",
+                                         k.how,
+                                         k.enabled ? ": no windows or wake groups for a cgroup of one "
+                                                     "process, whose threads the kernel keeps together"
+                                                   : "");
+                }
+                s->kernel_cache = k;
+                s->kernel_cache_probed = true;
+                s->kernel_cache_probed_us = now_us;
+        }
+        snap->kernel_cache_aware = s->kernel_cache.enabled;
+}
+
+const char *sampler_kernel_cache_status(const Sampler *s) {
+        return s && s->kernel_cache_probed ? s->kernel_cache_status : "unknown: not sampled yet";
+}
+
 int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, size_t n_cgroups,
                    Snapshot **ret) {
         const Topology *topo = s->topo;
@@ -165,6 +197,7 @@ int sampler_sample(Sampler *s, uint64_t now_us, const SamplerCgroup *cgroups, si
                 r = cgroups_sample(s, cgroups, n_cgroups, &t, n_scanned, now_us, online, snap);
         if (r >= 0 && s->have_prev)
                 r = sampler_wake_sample(s, now_us, snap);
+        kernel_cache_sample(s, now_us, snap);
         if (r < 0)
                 goto fail;
 

@@ -134,6 +134,10 @@ void sampler_set_wake_wanted(Sampler *s, bool wanted);
 /* "idle", "observing", "held" (partners from the last observation), or
  * "unavailable: why" (said once in the log; a reload tries again). */
 const char *sampler_wake_status(const Sampler *s);
+/* The kernel's cache-aware scheduling as last probed: "on: HOW", "off:
+ * HOW" (built in, turned off) or "absent: HOW" (kernel-cache.h). */
+const char *sampler_kernel_cache_status(const Sampler *s);
+#define SAMPLER_KERNEL_CACHE_PROBE_US (10 * USEC_PER_SEC)
 
 /* Read every thread in full at the next sample. An idle thread's mask is
  * held between its reads like the rest of its figures: after steerd
