@@ -217,6 +217,8 @@ static void test_cgroups_and_self(void **state) {
         assert_null(strstr(text, "steerd_resident_memory_bytes"));
         assert_null(strstr(text, "steerd_last_write_timestamp_seconds"));
         assert_non_null(strstr(text, "steerd_cgroup_actions_total{cgroup=\"_other\"} 23\n"));
+        /* Two of the four are steered: a count, not a yes or no. */
+        assert_non_null(strstr(text, "steerd_cgroup_steering{cgroup=\"_other\"} 2\n"));
         assert_non_null(strstr(text, "steerd_cgroups_aggregated 4\n"));
 }
 

@@ -84,6 +84,7 @@ static void render_cgroups(FILE *f, const MetricsCounters *c) {
         };
         size_t own = MIN(c->n_cgroups, (size_t) c->cgroups_limit);
         MetricsCgroup other = {.cgroup = METRICS_CGROUP_OTHER};
+        uint64_t other_steered = 0; /* a count: MetricsCgroup.steering is one cgroup's yes or no */
 
         for (size_t i = own; i < c->n_cgroups; i++) {
                 const MetricsCgroup *g = &c->cgroups[i];
@@ -92,7 +93,7 @@ static void render_cgroups(FILE *f, const MetricsCounters *c) {
                 other.givebacks += g->givebacks;
                 other.window_cpus += g->window_cpus;
                 other.pinned_threads += g->pinned_threads;
-                other.steering += g->steering; /* summed: how many of them are steered */
+                other_steered += g->steering ? 1 : 0;
         }
         for (size_t k = 0; k < ELEMENTSOF(fam); k++) {
                 fprintf(f, "# HELP %s %s%s\n# TYPE %s %s\n", fam[k].name, fam[k].help,
@@ -121,7 +122,7 @@ static void render_cgroups(FILE *f, const MetricsCounters *c) {
                                 v = g->pinned_threads;
                                 break;
                         default:
-                                v = i < own ? (g->steering ? 1 : 0) : (uint64_t) g->steering;
+                                v = i < own ? (g->steering ? 1 : 0) : other_steered;
                                 break;
                         }
                         fprintf(f, "%s{cgroup=\"", fam[k].name);
