@@ -49,7 +49,16 @@ echo "${line#ready }" >"$G/cgroup.procs"
 echo go >&"${CH[1]}"
 wait "$CH_PID" 2>/dev/null
 sleep 0.5
-fds_after=$(ls /proc/$DAEMON/fd | wc -l)
+# A leak stays; an fd that is open only for a while does not: who wakes whom
+# opens its perf events for 1 s in 11, and a thread's files are closed at the
+# tick that finds it gone. So the count is given 3 s to come back down (a
+# run here once read 15 -> 19 at an unlucky moment).
+for _ in $(seq 30); do
+        fds_after=$(ls /proc/$DAEMON/fd | wc -l)
+        [ "$fds_after" -le $((fds_before + 2)) ] && break
+        sleep 0.1
+done
+fd_list=$(for f in /proc/$DAEMON/fd/*; do readlink "$f"; done 2>/dev/null | sed 's/:\[[0-9]*\]$//' | sort | uniq -c | paste -sd' ')
 kill -0 "$DAEMON" || fail "steerd died under churn"
 
 kill -TERM "$DAEMON"
@@ -59,5 +68,5 @@ grep -q "AddressSanitizer\|LeakSanitizer\|runtime error" "$TMP/steerd.log" && fa
 # Errors other than vanished threads are failures.
 errors=$(grep -iE "error|failed|cannot" "$TMP/steerd.log" | grep -viE "no such process|vanished|gone|ESRCH|No such file|No system bus|No proc connector")
 [ -z "$errors" ] || fail "unexpected errors: $(echo "$errors" | head -5)"
-[ "$fds_after" -le $((fds_before + 2)) ] || fail "fd count grew from $fds_before to $fds_after"
+[ "$fds_after" -le $((fds_before + 2)) ] || fail "fd count grew from $fds_before to $fds_after and stayed for 3 s: $fd_list"
 echo "t-churn: fds $fds_before -> $fds_after, $(grep -c . "$TMP/steerd.log") log lines, clean exit"
