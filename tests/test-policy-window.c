@@ -17,9 +17,10 @@ static Snapshot *epyc(uint64_t t) {
 }
 
 /* LLC 0 at 90% mean util: 12 CPUs at 973, core 3 (CPUs 6-7) at 512, core 7
- * (CPUs 14-15) at 1024 where /bench1's two threads run at 1000 each, so core 7
- * is all but idle without them. No wait: nothing for balance to move. */
-static Snapshot *epyc_90(uint64_t t) {
+ * (CPUs 14-15) at 1024 where /bench1's two threads run (epyc_90(): at 1000
+ * each), so core 7 is all but idle without them. No wait: nothing for
+ * balance to move. */
+static Snapshot *epyc_90_demand(uint64_t t, double util) {
         Snapshot *s = epyc(t);
         topo_set_llc(s, 0, 973, 973);
         topo_set_cpu(s, 6, 512, 512);
@@ -27,10 +28,14 @@ static Snapshot *epyc_90(uint64_t t) {
         topo_set_cpu(s, 14, 1024, 1024);
         topo_set_cpu(s, 15, 1024, 1024);
         size_t cg = topo_add_cgroup(s, "/bench1", CGROUP_POLICY_LATENCY, NULL);
-        topo_add_thread(s, cg, 101, 1, 14, 1000, 0);
-        topo_add_thread(s, cg, 102, 1, 15, 1000, 0);
+        topo_add_thread(s, cg, 101, 1, 14, util, 0);
+        topo_add_thread(s, cg, 102, 1, 15, util, 0);
         topo_finish(s);
         return s;
+}
+
+static Snapshot *epyc_90(uint64_t t) {
+        return epyc_90_demand(t, 1000);
 }
 
 static void test_epyc_90_window(void **unused) {
@@ -265,21 +270,6 @@ static void test_epyc_hysteresis(void **unused) {
         policy_state_counters(state, &c);
         assert_int_equal(c.applied, 3);
         assert_int_equal(c.restored, 1);
-}
-
-/* LLC 0 at 90% as epyc_90(), /bench1's two threads at `util` each. */
-static Snapshot *epyc_90_demand(uint64_t t, double util) {
-        Snapshot *s = epyc(t);
-        topo_set_llc(s, 0, 973, 973);
-        topo_set_cpu(s, 6, 512, 512);
-        topo_set_cpu(s, 7, 512, 512);
-        topo_set_cpu(s, 14, 1024, 1024);
-        topo_set_cpu(s, 15, 1024, 1024);
-        size_t cg = topo_add_cgroup(s, "/bench1", CGROUP_POLICY_LATENCY, NULL);
-        topo_add_thread(s, cg, 101, 1, 14, util, 0);
-        topo_add_thread(s, cg, 102, 1, 15, util, 0);
-        topo_finish(s);
-        return s;
 }
 
 /* Weight of /bench1's window set in this plan, 0 if none. */
