@@ -659,39 +659,66 @@ fi
 # the operator's `sysctl kernel.perf_event_paranoid=2` and a reload.
 
 WG=steerdwake.slice/steerdrings.scope
-ring_masks() { # ring_masks PID -> "m1 m2 m3|m4 m5 m6" of the ring threads (tids after the main one)
-        local tid m out=() n=0
-        for tid in $(ls /proc/"$1"/task | sort -n | tail -n +2); do
-                m=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/"$1"/task/"$tid"/status 2>/dev/null)
-                out+=("$(cpulist "$m")")
+# Read with builtins only: under TCG, with the rings keeping vCPUs busy, a
+# look that forked a dozen processes took over a second, long enough to
+# straddle one of steerd's changes and read a ring half moved.
+cpulist_v() { # cpulist_v LIST: cpulist into REPLY, without a subshell
+        local s=${1//,/ } x a b i res=()
+        for x in $s; do
+                if [[ $x == *-* ]]; then
+                        a=${x%-*} b=${x#*-}
+                        for ((i = a; i <= b; i++)); do res+=("$i"); done
+                else
+                        res+=("$x")
+                fi
+        done
+        local IFS=,
+        REPLY="${res[*]}"
+}
+ring_masks_read() { # ring_masks_read PID -> RING_MASKS="m1 m2 m3 | m4 m5 m6" (tids after the main one)
+        local t tids=() i j k v m out=() n=0
+        for t in /proc/"$1"/task/*; do tids+=("${t##*/}"); done
+        # numeric order (a glob sorts as text)
+        for ((i = 1; i < ${#tids[@]}; i++)); do
+                for ((j = i; j > 0 && tids[j - 1] > tids[j]; j--)); do
+                        t=${tids[j]} tids[j]=${tids[j-1]} tids[j-1]=$t
+                done
+        done
+        for t in "${tids[@]:1}"; do
+                m=
+                while read -r k v; do
+                        [ "$k" = Cpus_allowed_list: ] && { m=$v; break; }
+                done <"/proc/$1/task/$t/status" 2>/dev/null
+                cpulist_v "$m"
+                out+=("$REPLY")
                 n=$((n + 1))
                 [ $n -eq 3 ] && out+=("|")
         done
-        echo "${out[*]}"
+        RING_MASKS="${out[*]}"
 }
+ring_masks() { ring_masks_read "$1" && echo "$RING_MASKS"; }
+RING_ALL=$(cpulist 0-$(($(nproc --all) - 1)))
 # Each ring on one mask narrower than every CPU: the two apart (each group
 # placed), or both in one (the cgroup consolidated onto the cores its
 # demand needs, the rings whole inside it; RINGS_HOW says which).
-rings_grouped() {
-        local m a b all
-        m=$(ring_masks "$1")
-        a=${m%%|*} b=${m#*|}
-        all=$(cpulist 0-$(($(nproc --all) - 1)))
+rings_grouped_in() { # rings_grouped_in MASKS (one look, as ring_masks_read gives it)
+        local a=${1%%|*} b=${1#*|}
         set -- $a
         [ $# -eq 3 ] && [ "$1" = "$2" ] && [ "$2" = "$3" ] || return 1
         local ra=$1
         set -- $b
         [ $# -eq 3 ] && [ "$1" = "$2" ] && [ "$2" = "$3" ] || return 1
-        [ "$ra" != "$all" ] && [ "$1" != "$all" ] || return 1
+        [ "$ra" != "$RING_ALL" ] && [ "$1" != "$RING_ALL" ] || return 1
         if [ "$ra" != "$1" ]; then
                 RINGS_HOW="each ring placed apart"
         else
                 RINGS_HOW="both rings whole in one window of the cgroup"
         fi
 }
+rings_grouped() { ring_masks_read "$1" && rings_grouped_in "$RING_MASKS"; }
 # The two rings told apart: only who wakes whom can do that.
 rings_apart() { rings_grouped "$1" && [ "$RINGS_HOW" = "each ring placed apart" ]; }
-rings_restored() { [ "$(ring_masks "$1")" = "$2" ]; }
+rings_restored() { ring_masks_read "$1" && [ "$RING_MASKS" = "$2" ]; }
 wake_sampling() { steerctl status --json 2>/dev/null | jq -r '.wake_sampling // empty'; }
 wake_refused() { [[ "$(wake_sampling)" == unavailable:* ]]; }
 if [ "$(left)" -lt 80 ]; then
@@ -744,19 +771,20 @@ t0=$SECONDS
 # regrouping, the placement outgrown) is a decision, not a flap; each ring
 # must stay whole and placed at every look, and nothing may be given back.
 rings_settled() {
-        local prev cur gmark changes=0
+        local prev gmark changes=0
         rings_grouped "$WPID" || return 1
-        prev=$(ring_masks "$WPID")
+        prev=$RING_MASKS
         SETTLED_MASKS=$prev
         gmark=$(jmark)
         for _ in 1 2 3 4 5 6 7 8 9 10; do
                 sleep 1
-                cur=$(ring_masks "$WPID")
-                rings_grouped "$WPID" || { SETTLED_MASKS+=" -> $cur (not whole)"; return 1; }
-                if [ "$cur" != "$prev" ]; then
+                # One read per look, and the verdict from that read.
+                ring_masks_read "$WPID"
+                rings_grouped_in "$RING_MASKS" || { SETTLED_MASKS+=" -> $RING_MASKS (not whole)"; return 1; }
+                if [ "$RING_MASKS" != "$prev" ]; then
                         changes=$((changes + 1))
-                        SETTLED_MASKS+=" -> $cur"
-                        prev=$cur
+                        SETTLED_MASKS+=" -> $RING_MASKS"
+                        prev=$RING_MASKS
                 fi
         done
         SETTLED_LOG=$(journal_since "$gmark" | grep -F "cgroup /$WG" | grep -E "gave [1-9]|given back" | head -3 | paste -sd'|')

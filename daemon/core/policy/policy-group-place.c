@@ -315,7 +315,7 @@ static const ThreadGroup *group_of(const ThreadGroup *g, size_t n, const ThreadS
 
 /* Why a group pin goes, or NULL while it holds. */
 static const char *release_reason(const PolicyCtx *ctx, const CgroupState *c, const ThreadState *t,
-                                  const ThreadGroup *g, size_t n, char *buf, size_t size) {
+                                  const ThreadGroup *g, size_t n, char *buf, size_t size, bool *ret_soft) {
         const ThreadState *lead = policy_cgroup_state_find_thread(c, t->group_lead, t->group_lead_starttime);
         const ThreadGroup *now = group_of(g, n, t);
 
@@ -324,6 +324,9 @@ static const char *release_reason(const PolicyCtx *ctx, const CgroupState *c, co
                          (int) t->group_lead);
                 return buf;
         }
+        /* From here on one tick's figures: a reason must hold at every look
+         * for GROUP_RELEASE_PERSIST_US (policy_group_release()). */
+        *ret_soft = true;
         if (t->sample->wakeups < GROUP_STOP_WAKEUPS) {
                 snprintf(buf, size, "it stopped talking in its group: %.0f wakeups/s (< %.0f)",
                          t->sample->wakeups, GROUP_STOP_WAKEUPS);
@@ -386,10 +389,18 @@ int policy_group_release(PolicyCtx *ctx) {
                         const ThreadGroup *seen = group_of(g, n, t);
                         if (seen && seen->n >= 3 && seen->members[0]->tid == t->group_lead)
                                 t->group_seen_us = ctx->now_us;
+                        bool soft = false;
                         const char *why =
-                                t->acted ? NULL : release_reason(ctx, c, t, g, n, buf, sizeof(buf));
+                                t->acted ? NULL : release_reason(ctx, c, t, g, n, buf, sizeof(buf), &soft);
+                        if (!why || !soft)
+                                t->group_release_since_us = 0;
                         if (!why)
                                 continue;
+                        if (soft && t->group_release_since_us == 0)
+                                t->group_release_since_us = ctx->now_us;
+                        if (soft && ctx->now_us - t->group_release_since_us < GROUP_RELEASE_PERSIST_US)
+                                continue;
+                        t->group_release_since_us = 0;
                         if (t->group_lead == t->tid &&
                             strncmp(why, GROUP_OUTGREW, strlen(GROUP_OUTGREW)) == 0) {
                                 t->group_outgrown_cap =

@@ -108,6 +108,9 @@ typedef struct ThreadState {
          * group it is pinned with. A tick that does not see that group
          * lets it go only GROUP_MEMORY_US after it. */
         uint64_t group_seen_us;
+        /* Since when a reason from one tick's figures (it stopped talking,
+         * its group outgrew its cores) has held at every look; 0: none. */
+        uint64_t group_release_since_us;
         double group_outgrown_cap;
         uint64_t group_outgrown_us;
         /* When stickiness last let the thread go: it is not pinned alone
@@ -378,6 +381,12 @@ bool policy_grouped(ThreadState *const *set, size_t n, const ThreadState *t);
  * under TCG was pinned alone by stickiness on the ticks its group was not
  * seen and given back on the ticks it was, for 40 s (issue 30). */
 #define GROUP_MEMORY_US (15 * USEC_PER_SEC)
+/* A group pin goes for what one tick's figures say (it stopped talking, the
+ * group outgrew its cores) only once that has held at every look for this
+ * long: under load a ring's wakeups and util swing from tick to tick, and a
+ * single reading let a ring go and placed it again within half a second,
+ * several times in a guest run (issue 30). Its lead gone lets it go at once. */
+#define GROUP_RELEASE_PERSIST_US (1 * USEC_PER_SEC)
 #define GROUP_OUTGROWN_US (60 * USEC_PER_SEC)
 /* A window on an LLC that calmed down is given back only once it has been
  * held this long: confined, a cgroup runs less and its LLC looks calm
