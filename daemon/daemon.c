@@ -45,6 +45,8 @@ int run_daemon(const Args *args, Config *config) {
                 .topology = args->topology,
                 .runtime_dir = args->runtime_dir,
                 .state_dir = args->state_dir,
+                .affinity_table = args->affinity_table,
+                .tick_stats = args->tick_stats,
         };
         r = manager_new(&o, config, &m);
         if (r < 0)

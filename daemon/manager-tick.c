@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <systemd/sd-daemon.h>
 
 #include "bus.h"
@@ -323,8 +329,17 @@ static int tick(Manager *m, uint64_t now_us) {
                 return log_error_errno(r, "The policy engine failed; nothing is applied this tick");
         if (m->mode == MODE_OBSERVE)
                 log_plan(plan, false);
-        else if (mode_applies(m->mode) && plan->n_actions > 0)
+        else if (mode_applies(m->mode) && plan->n_actions > 0) {
                 apply_plan(m, snap, plan);
+                for (size_t i = 0; i < plan->n_actions; i++)
+                {
+                        const Action *a = &plan->actions[i];
+                        if (a->kind >= 0 && a->kind < _ACTION_KIND_MAX)
+                                m->tick_kinds[a->kind]++;
+                        if (a->policy >= 0 && a->policy < _ACTION_POLICY_MAX)
+                                m->tick_policies[a->policy]++;
+                }
+        }
 
         manager_trials_tick(m, now_us, mode_applies(m->mode) ? plan : NULL);
         manager_evaluations_tick(m, now_us);
@@ -362,6 +377,36 @@ void manager_sample_soon(Manager *m) {
                 (void) arm_timer(m, now);
 }
 
+static uint64_t clock_usec(clockid_t id) {
+        struct timespec ts;
+        return clock_gettime(id, &ts) < 0 ? 0 : (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* One line per tick for the benchmarks (--tick-stats): the tick's wall and
+ * CPU time, its plan by kind, and steerd's memory and descriptors, read
+ * after the tick so that they cost the tick nothing. */
+static void write_tick_stats(Manager *m, uint64_t mono, uint64_t wall, uint64_t cpu) {
+        PolicyCounters c;
+        unsigned long size = 0, resident = 0;
+        unsigned fds = 0;
+
+        policy_state_counters(m->policy, &c);
+        _cleanup_(fclosep) FILE *f = fopen("/proc/self/statm", "re");
+        if (!f || fscanf(f, "%lu %lu", &size, &resident) != 2)
+                resident = 0;
+        _cleanup_(closedirp) DIR *d = opendir("/proc/self/fd");
+        for (struct dirent *de; d && (de = readdir(d));)
+                fds += de->d_name[0] != '.';
+        fprintf(m->tick_stats, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %u %u %u %u %u %u %u %" PRIu64
+                               " %" PRIu64 " %lu %u\n",
+                m->ticks, mono, wall, cpu, m->tick_kinds[ACTION_SET_CGROUP_CPUS],
+                m->tick_kinds[ACTION_SET_THREAD_CPUS], m->tick_kinds[ACTION_RESTORE],
+                m->tick_policies[ACTION_POLICY_WINDOW], m->tick_policies[ACTION_POLICY_STICKY],
+                m->tick_policies[ACTION_POLICY_BALANCE], m->tick_policies[ACTION_POLICY_GUARD], m->actions_failed,
+                c.dropped, resident * (unsigned long) (sysconf(_SC_PAGESIZE) / 1024), fds ? fds - 1 : 0);
+        fflush(m->tick_stats);
+}
+
 int manager_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         uint64_t period = m->config->settings.sample_period_ms * USEC_PER_MSEC;
@@ -373,7 +418,15 @@ int manager_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 for (;;)
                         pause();
         }
-        (void) tick(m, usec);
+        if (m->tick_stats) {
+                uint64_t w0 = clock_usec(CLOCK_MONOTONIC), c0 = clock_usec(CLOCK_PROCESS_CPUTIME_ID);
+                memset(m->tick_kinds, 0, sizeof(m->tick_kinds));
+                memset(m->tick_policies, 0, sizeof(m->tick_policies));
+                (void) tick(m, usec);
+                uint64_t w1 = clock_usec(CLOCK_MONOTONIC), c1 = clock_usec(CLOCK_PROCESS_CPUTIME_ID);
+                write_tick_stats(m, w0, w1 - w0, c1 - c0);
+        } else
+                (void) tick(m, usec);
         /* Keep the cadence: the next tick is due a period (idle: a few)
          * after this one was, unless we fell behind by more than a period. */
         uint64_t now;

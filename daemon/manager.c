@@ -160,6 +160,16 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
             asprintf(&m->trials_dir, "%s/trials", m->state_dir) < 0)
                 return -ENOMEM;
         m->topology_live = !o->topology;
+        if (o->affinity_table && !(m->affinity_table_path = strdup(o->affinity_table)))
+                return -ENOMEM;
+        if (o->tick_stats) {
+                m->tick_stats = fopen(o->tick_stats, "ae");
+                if (!m->tick_stats)
+                        return log_error_errno(negative_errno(), "Cannot open %s", o->tick_stats);
+                fputs("# tick mono_us wall_us cpu_us set_cgroup_cpus set_thread_cpus restore window sticky "
+                      "balance guard failed dropped rss_kb fds\n",
+                      m->tick_stats);
+        }
         const char *hang = secure_getenv("STEERD_TEST_HANG_FILE");
         if (hang && *hang && !(m->test_hang_file = strdup(hang)))
                 return -ENOMEM;
@@ -288,6 +298,15 @@ int manager_start(Manager *m) {
         r = actuator_new(m->root, m->ownership_file, NULL, &m->actuator);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the actuator");
+        if (m->affinity_table_path) {
+                if (rootdir_is_host(m->root))
+                        return log_error_errno(-EINVAL,
+                                               "--affinity-table is for a simulated host, not this one's root");
+                r = affinity_table_open(m->root, m->affinity_table_path, &m->affinity);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot open the affinity table %s", m->affinity_table_path);
+                actuator_set_affinity_table(m->actuator, m->affinity);
+        }
         manager_start_bus(m);
         /* A predecessor that was killed left its masks: give them back first.
          * What needs a bus that is not up yet is kept and tried again as
@@ -316,6 +335,10 @@ Manager *manager_free(Manager *m) {
         if (m->actuator && !m->given_back)
                 (void) give_back_at_stop(m);
         m->actuator = actuator_free(m->actuator);
+        m->affinity = affinity_table_free(m->affinity);
+        free(m->affinity_table_path);
+        if (m->tick_stats)
+                fclose(m->tick_stats);
         sd_event_source_unref(m->sample_timer);
         sd_event_source_unref(m->bus_reconnect);
         proc_connector_free(m->proc);

@@ -92,6 +92,14 @@ typedef struct Manager {
         bool topology_live;   /* the host's own topology: reloaded when CPUs come or go */
         CpuSet online_seen;   /* the online CPUs the topology was last loaded for */
         char *test_hang_file; /* $STEERD_TEST_HANG_FILE: the watchdog test's fault switch */
+
+        /* Benchmarks (tests/sim): a simulated host's affinity table, and
+         * the per-tick figures (manager-tick.c). */
+        char *affinity_table_path;
+        AffinityTable *affinity;
+        FILE *tick_stats;
+        unsigned tick_kinds[_ACTION_KIND_MAX];      /* this tick's applied plan, by kind */
+        unsigned tick_policies[_ACTION_POLICY_MAX]; /* and by the policy that decided it */
 } Manager;
 
 typedef struct ManagerCounters {
@@ -107,6 +115,8 @@ typedef struct ManagerOptions {
         const char *topology;    /* hwloc XML or synthetic string; NULL: the host's (reloaded on hotplug) */
         const char *runtime_dir; /* NULL: /run/steerd */
         const char *state_dir;   /* NULL: /var/lib/steerd */
+        const char *affinity_table; /* a simulated host's request log (affinity-table.h); NULL: syscalls */
+        const char *tick_stats;     /* a line of figures per tick appended here; NULL: none */
 } ManagerOptions;
 
 /* manager_new() builds and reads, without side effects; manager_start()

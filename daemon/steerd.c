@@ -25,7 +25,10 @@ static void help(void) {
                "                          terminal, or to the journal under systemd)\n"
                "     --runtime-dir DIR    Where ownership is kept for restore after a crash (default "
                "/run/steerd)\n"
-               "     --state-dir DIR      Where steerctl's changes persist (default /var/lib/steerd)\n\n"
+               "     --state-dir DIR      Where steerctl's changes persist (default /var/lib/steerd)\n"
+               "     --affinity-table FILE  With --root (a simulated host, tests/sim): set thread masks\n"
+               "                          in the root's /proc and log each request to FILE\n"
+               "     --tick-stats FILE    Append a line of figures per tick to FILE (benchmarks)\n\n"
                "Without --once, --record or --replay, steerd runs as the daemon.\n");
 }
 
@@ -51,6 +54,8 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 ARG_FOREGROUND,
                 ARG_STATE_DIR,
                 ARG_RUNTIME_DIR,
+                ARG_AFFINITY_TABLE,
+                ARG_TICK_STATS,
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -67,6 +72,8 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 {"foreground", no_argument, NULL, ARG_FOREGROUND},
                 {"state-dir", required_argument, NULL, ARG_STATE_DIR},
                 {"runtime-dir", required_argument, NULL, ARG_RUNTIME_DIR},
+                {"affinity-table", required_argument, NULL, ARG_AFFINITY_TABLE},
+                {"tick-stats", required_argument, NULL, ARG_TICK_STATS},
                 {},
         };
         int c;
@@ -117,6 +124,12 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 case ARG_RUNTIME_DIR:
                         args->runtime_dir = optarg;
                         break;
+                case ARG_AFFINITY_TABLE:
+                        args->affinity_table = optarg;
+                        break;
+                case ARG_TICK_STATS:
+                        args->tick_stats = optarg;
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
@@ -127,6 +140,9 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 return log_error("Unexpected argument '%s' (see --help)", argv[optind]), -EINVAL;
         if (args->once + !!args->record + !!args->replay > 1)
                 return log_error("--once, --record and --replay are mutually exclusive"), -EINVAL;
+        if (args->affinity_table && (!args->root || args->once || args->record || args->replay))
+                return log_error("--affinity-table is for the daemon on a simulated host: it needs --root"),
+                       -EINVAL;
         return 1;
 }
 

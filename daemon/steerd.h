@@ -13,6 +13,8 @@ typedef struct Args {
         const char *replay;
         const char *runtime_dir; /* daemon: default /run/steerd */
         const char *state_dir;   /* daemon: default /var/lib/steerd */
+        const char *affinity_table; /* daemon on a simulated host (--root): thread masks via this table */
+        const char *tick_stats;     /* daemon: a line of figures per tick (benchmarks) */
         uint64_t interval_ms;    /* --once: 0 = default 1000 */
         uint64_t ticks;          /* --record: stop after this many snapshots, 0 = until SIGINT/SIGTERM */
         bool once, json, foreground;

@@ -110,7 +110,8 @@ static Snapshot *make_snapshot(void) {
                                        .cpu = 1,
                                        .util = 300,
                                        .wait = 12.5,
-                                       .nr_migrations = 7};
+                                       .nr_migrations = 7,
+                                       .wake_unknown = true};
         assert_int_equal(cpuset_parse("0-1", &c->threads[0].allowed), 0);
         return s;
 }
@@ -130,6 +131,7 @@ static void test_json_round_trip(void **state) {
         assert_string_equal(back->cgroups[0].path, "/bench \"1\"");
         assert_int_equal(back->cgroups[0].threads[0].tid, 4242);
         assert_int_equal(back->cgroups[0].threads[0].tgid, 4200);
+        assert_true(back->cgroups[0].threads[0].wake_unknown);
         assert_int_equal(back->cgroups[0].policy, CGROUP_POLICY_BALANCED);
         /* The DESIGN.md section 6 fields. */
         assert_non_null(strstr(a, "\"source\": { \"runnable\": \"threads\""));

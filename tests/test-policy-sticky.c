@@ -246,6 +246,27 @@ static void test_pin_only_frequent_wakers(void **unused) {
         }
 }
 
+/* A thread whose groups who wakes whom has not yet observed (wake_unknown)
+ * is not pinned alone, however long it is quiet; once an observation has
+ * covered it (and found no group), it is pinned at the next tick. */
+static void test_no_pin_before_groups_known(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+        unsigned i, unknown_ticks = 20;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (i = 0; i < unknown_ticks + 1; i++) {
+                _cleanup_(snapshot_freep) Snapshot *s = sticky_snapshot(i * TICK_US, quiet, NULL);
+                s->cgroups[0].threads[0].wake_unknown = i < unknown_ticks;
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                if (i < unknown_ticks)
+                        assert_int_equal(plan->n_actions, 0);
+                else
+                        assert_non_null(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_STICKY, "/app", TID));
+        }
+}
+
 /* The checker holds every plan to the budget: a 17th pin is a violation. */
 static void test_checker_counts_pins(void **unused) {
         _cleanup_policy_state_ PolicyState *state = NULL;
@@ -330,6 +351,7 @@ int main(void) {
                 cmocka_unit_test(test_pin_only_frequent_wakers),
                 cmocka_unit_test(test_partial_listing_keeps_state),
                 cmocka_unit_test(test_checker_counts_pins),
+                cmocka_unit_test(test_no_pin_before_groups_known),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

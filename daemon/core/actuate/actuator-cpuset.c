@@ -182,9 +182,9 @@ static int cgroup_fixup_threads(ActCtx *c, const char *cgroup, hwloc_const_bitma
                 hwloc_bitmap_free(t->pending);
                 t->pending = NULL;
                 a->dirty = true;
-                if (!a->live)
+                if (!act_threads_writable(a))
                         continue;
-                r = thread_get_affinity(t->tid, &cur);
+                r = act_aff_get(a, t->tid, &cur);
                 if (r == -ESRCH) {
                         actuator_forget_thread(a, t->tid);
                         continue;
@@ -200,11 +200,11 @@ static int cgroup_fixup_threads(ActCtx *c, const char *cgroup, hwloc_const_bitma
                                 log_debug("cgroup %s tid %d: the kernel reset the thread's mask to %s; "
                                           "setting it again",
                                           cgroup, (int) t->tid, cpuset_to_string(cur, b1, sizeof(b1)));
-                                r = thread_set_affinity(t->tid, base);
+                                r = act_aff_set(a, t->tid, base);
                                 if (r >= 0) {
                                         hwloc_bitmap_free(cur);
                                         cur = NULL;
-                                        r = thread_get_affinity(t->tid, &cur);
+                                        r = act_aff_get(a, t->tid, &cur);
                                 }
                                 if (r == -ESRCH) {
                                         actuator_forget_thread(a, t->tid);
@@ -248,7 +248,7 @@ static int record_own_masks(ActCtx *c, const char *cgroup, const CgroupSample *c
         unsigned n = 0;
         int r;
 
-        if (!c->a->live || !cs)
+        if (!act_threads_writable(c->a) || !cs)
                 return 0;
         cg_on = hwloc_bitmap_dup(cg_cpus);
         if (!cg_on)

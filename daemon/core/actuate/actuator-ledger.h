@@ -69,6 +69,7 @@ struct Actuator {
         sd_bus *bus;
         bool libcgroup_ready;
         size_t affinity_bytes; /* the kernel's cpumask size, for "every CPU" */
+        AffinityTable *affinity; /* borrowed; a simulated host's thread masks (NULL: the syscalls) */
         bool fixture_threads_logged;
 
         OptedIn *cgroups;

@@ -5,6 +5,27 @@
 #include "affinity.h"
 #include "log.h"
 
+/* ---- the syscalls, or a simulated host's table ---- */
+
+/* Thread masks may be changed: on the host, or through a simulated host's
+ * affinity table. */
+bool act_threads_writable(const Actuator *a) {
+        return a->live || a->affinity;
+}
+
+int act_aff_get(const Actuator *a, pid_t tid, CpuSet *ret) {
+        return a->affinity ? affinity_table_get(a->affinity, tid, ret) : thread_get_affinity(tid, ret);
+}
+
+int act_aff_set(const Actuator *a, pid_t tid, hwloc_const_bitmap_t set) {
+        return a->affinity ? affinity_table_set(a->affinity, tid, set) : thread_set_affinity(tid, set);
+}
+
+int act_aff_set_all(const Actuator *a, pid_t tid) {
+        return a->affinity ? affinity_table_set(a->affinity, tid, NULL)
+                           : thread_set_affinity_all(tid, a->affinity_bytes);
+}
+
 /* ---- a thread's mask ---- */
 
 static bool emulates_window(const ActCgroup *crec) {
@@ -61,17 +82,17 @@ static int thread_apply_mask(Actuator *a, ActThread *t, const ActCgroup *crec,
                 r = act_compose(base, crec->window, &m);
                 if (r < 0)
                         return r;
-                r = thread_set_affinity(t->tid, m);
+                r = act_aff_set(a, t->tid, m);
         } else if (base) {
-                r = thread_set_affinity(t->tid, base);
+                r = act_aff_set(a, t->tid, base);
                 if (r == -EINVAL && !req)
                         /* The original lies outside what the cgroup allows
                          * now: let the kernel give it the cgroup's CPUs. */
-                        r = thread_set_affinity_all(t->tid, a->affinity_bytes);
+                        r = act_aff_set_all(a, t->tid);
         } else
-                r = thread_set_affinity_all(t->tid, a->affinity_bytes);
+                r = act_aff_set_all(a, t->tid);
         if (r >= 0)
-                r = thread_get_affinity(t->tid, &got);
+                r = act_aff_get(a, t->tid, &got);
         if (r < 0) {
                 hwloc_bitmap_free(t->pending);
                 t->pending = NULL;
@@ -99,7 +120,7 @@ static int thread_record(Actuator *a, const char *cgroup, pid_t tid, uint64_t st
         bool full;
         int r;
 
-        r = thread_get_affinity(tid, &cur);
+        r = act_aff_get(a, tid, &cur);
         if (r < 0)
                 return r;
         if (inherited && cg_original && hwloc_bitmap_isincluded(cur, inherited)) {
@@ -141,7 +162,7 @@ int act_record_own_mask(Actuator *a, const char *cgroup, pid_t tid, uint64_t sta
         ActThread *t = NULL;
         int r;
 
-        if (!a->live || actuator_find_thread(a, tid))
+        if (!act_threads_writable(a) || actuator_find_thread(a, tid))
                 return 0;
         r = act_thread_check_identity(a, tid, starttime);
         if (r < 0)
@@ -203,7 +224,7 @@ static int thread_action_sample(ActCtx *c, const OptedIn *cg, const CgroupSample
         HandsOff *h;
         int r;
 
-        if (!a->live) {
+        if (!act_threads_writable(a)) {
                 if (!a->fixture_threads_logged)
                         log_notice("cgroup %s tid %d: the root %s is not the host's: thread masks are not "
                                    "changed",
@@ -615,7 +636,7 @@ int act_apply_cgroup_threads(ActCtx *c, const OptedIn *cg, const CgroupSample *c
         bool full;
         int r;
 
-        if (!a->live) {
+        if (!act_threads_writable(a)) {
                 if (!a->fixture_threads_logged)
                         log_notice("cgroup %s: the root %s is not the host's: thread masks are not changed",
                                    cg->name, a->root->path);
@@ -666,7 +687,7 @@ int act_adopt_new_threads(ActCtx *c) {
         Actuator *a = c->a;
         int r;
 
-        if (!a->live)
+        if (!act_threads_writable(a))
                 return 0;
         for (size_t i = 0; i < a->n_owned; i++) {
                 ActCgroup *crec = &a->owned[i];
@@ -748,7 +769,7 @@ static int thread_still_steerds(const ActCtx *c, const ActThread *t, CpuSet *ret
 
         r = act_thread_check_identity(c->a, t->tid, t->starttime);
         if (r == 0)
-                r = thread_get_affinity(t->tid, &cur);
+                r = act_aff_get(c->a, t->tid, &cur);
         if (r == -ESRCH) {
                 log_debug(
                         "cgroup %s tid %d: the thread is gone (or the tid was reused); nothing to give back",
@@ -781,7 +802,7 @@ int act_release_thread(ActCtx *c, ActThread *t) {
         pid_t tid = t->tid;
         int r;
 
-        if (!a->live) {
+        if (!act_threads_writable(a)) {
                 log_notice(
                         "cgroup %s tid %d: the root %s is not the host's: the thread's mask is not restored",
                         t->cgroup, (int) tid, a->root->path);
@@ -792,14 +813,14 @@ int act_release_thread(ActCtx *c, ActThread *t) {
                 return r;
 
         if (!t->original_full) {
-                r = thread_set_affinity(tid, t->original);
+                r = act_aff_set(a, tid, t->original);
                 if (r == -EINVAL)
                         /* Nothing of the original is left in the cgroup. */
-                        r = thread_set_affinity_all(tid, a->affinity_bytes);
+                        r = act_aff_set_all(a, tid);
         } else
-                r = thread_set_affinity_all(tid, a->affinity_bytes);
+                r = act_aff_set_all(a, tid);
         if (r >= 0)
-                r = thread_get_affinity(tid, &got);
+                r = act_aff_get(a, tid, &got);
         if (r == -ESRCH)
                 return 0;
         if (r < 0)
@@ -825,11 +846,11 @@ int actuator_adopt_child(Actuator *a, const char *cgroup, pid_t child_tid) {
 
         if (!a || !cgroup || child_tid <= 0)
                 return -EINVAL;
-        if (!a->live || actuator_find_thread(a, child_tid))
+        if (!act_threads_writable(a) || actuator_find_thread(a, child_tid))
                 return 0;
         r = act_thread_read_starttime(a->root, child_tid, &starttime);
         if (r >= 0)
-                r = thread_get_affinity(child_tid, &cur);
+                r = act_aff_get(a, child_tid, &cur);
         if (r < 0)
                 return r == -ESRCH || r == -ENOENT ? 0 : r;
         /* The kernel does not say which thread created a thread (the proc

@@ -6,6 +6,14 @@
 
 #include "actuator-ctx.h"
 
+/* Thread masks may be changed: on the host (the syscalls), or on a
+ * simulated one through its affinity table (affinity-table.h). */
+bool act_threads_writable(const Actuator *a);
+int act_aff_get(const Actuator *a, pid_t tid, CpuSet *ret);
+int act_aff_set(const Actuator *a, pid_t tid, hwloc_const_bitmap_t set);
+/* Every CPU: the kernel composes it with the cgroup's CPUs. */
+int act_aff_set_all(const Actuator *a, pid_t tid);
+
 /* A thread action in two steps, so that a run of them shares one write-ahead
  * save of the state file: prepare records the thread and its intent (go is
  * false when there is nothing to apply: vanished, refused, nothing held);

@@ -12,7 +12,8 @@
  *   actuator-state.c    the state file: the ledger as JSON
  *   actuator-ledger.c   the records: threads, cgroups, hands-off marks, retry list
  *   actuator-mask.c     mask helpers: compose, dup, equal on the online CPUs
- *   actuator-systemd.c  systemd's D-Bus API and its encodings (knows no ledger) */
+ *   actuator-systemd.c  systemd's D-Bus API and its encodings (knows no ledger)
+ *   affinity-table.c    a simulated host's sched_{get,set}affinity (tests/sim) */
 
 #include "actuator-cgroup.h"
 #include "actuator-cpuset.h"
@@ -71,6 +72,11 @@ int actuator_choose_backend(const Actuator *a, const CgroupLocation *loc, Actuat
         if (!a || !loc || !loc->dir || !ret)
                 return -EINVAL;
         return act_cgroup_choose_backend(a->root, a->live, a->bus, loc->dir, loc->v2, ret);
+}
+
+void actuator_set_affinity_table(Actuator *a, AffinityTable *t) {
+        if (a)
+                a->affinity = t;
 }
 
 void actuator_set_bus(Actuator *a, sd_bus *bus) {
@@ -282,7 +288,7 @@ int actuator_adopt_thread(Actuator *a, const char *cgroup, pid_t tid) {
         if (!a || !cgroup || tid <= 0)
                 return -EINVAL;
         crec = actuator_find_owned(a, cgroup);
-        if (!a->live || !crec || crec->backend != ACTUATOR_BACKEND_THREADS || !crec->window)
+        if (!act_threads_writable(a) || !crec || crec->backend != ACTUATOR_BACKEND_THREADS || !crec->window)
                 return 0; /* the kernel applies a cpuset to new threads itself */
         r = act_adopt_thread(a, crec, tid);
         act_save_state(a);
@@ -388,7 +394,7 @@ static int check_thread(ActCtx *c, ActThread *t, const ThreadSample *ts) {
         if (!ts) {
                 /* Exited, or moved out of the cgroup: a moved thread
                  * stays owned and is given back on release. */
-                if (a->live && act_thread_check_identity(a, t->tid, t->starttime) == -ESRCH) {
+                if (act_threads_writable(a) && act_thread_check_identity(a, t->tid, t->starttime) == -ESRCH) {
                         log_debug("cgroup %s tid %d: the thread is gone; dropped", t->cgroup, (int) t->tid);
                         actuator_forget_thread(a, t->tid);
                 }
@@ -456,7 +462,7 @@ static void prune_hands_off(ActCtx *c) {
                 ts = act_cgroup_thread(cs, h->tid);
                 if (ts && ts->starttime == h->starttime)
                         continue;
-                if (a->live ? act_thread_check_identity(a, h->tid, h->starttime) == -ESRCH : !ts)
+                if (act_threads_writable(a) ? act_thread_check_identity(a, h->tid, h->starttime) == -ESRCH : !ts)
                         act_hands_off_remove_at(a, i - 1);
         }
 }
@@ -500,12 +506,12 @@ typedef struct Restored {
 static void restore_exact_again(const ActCtx *c, const char *cgroup, const Restored *exact, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 _cleanup_cpuset_ CpuSet cur = NULL;
-                if (thread_get_affinity(exact[i].tid, &cur) >= 0 &&
+                if (act_aff_get(c->a, exact[i].tid, &cur) >= 0 &&
                     !act_cpuset_equal_on(cur, exact[i].original, c->online)) {
                         log_debug(
                                 "cgroup %s tid %d: the kernel reset the restored mask; giving it back again",
                                 cgroup, (int) exact[i].tid);
-                        (void) thread_set_affinity(exact[i].tid, exact[i].original);
+                        (void) act_aff_set(c->a, exact[i].tid, exact[i].original);
                 }
                 actuator_forget_thread(c->a, exact[i].tid);
         }
@@ -527,7 +533,7 @@ static void keep_for_exact(Actuator *a, pid_t tid, const ActCgroup *crec) {
                 return;
         hwloc_bitmap_free(t->pending);
         t->pending = hwloc_bitmap_dup(crec->original);
-        if (thread_get_affinity(tid, &cur) >= 0) {
+        if (act_aff_get(a, tid, &cur) >= 0) {
                 hwloc_bitmap_free(t->last_set);
                 t->last_set = TAKE_PTR(cur);
         }
@@ -548,7 +554,7 @@ static int release_one(Actuator *a, const char *cgroup) {
                 return r;
 
         ActCgroup *crec = actuator_find_owned(a, cgroup);
-        bool exact_later = crec && a->live;
+        bool exact_later = crec && act_threads_writable(a);
         /* Threads first: they are compared with what steerd set while the
          * cgroup's window still holds, then the window goes. */
         for (size_t i = a->n_threads; i > 0; i--) {

@@ -122,6 +122,7 @@
 
 #include <systemd/sd-bus.h>
 
+#include "affinity-table.h"
 #include "cgroup-path.h"
 #include "plan.h"
 #include "rootdir.h"
@@ -214,6 +215,10 @@ int actuator_release_all(Actuator *a);
 int actuator_retry(Actuator *a, bool all);
 /* The system bus changed (reconnected): NULL when there is none. */
 void actuator_set_bus(Actuator *a, sd_bus *bus);
+/* A simulated host (a fixture root): thread masks are set and read through
+ * the table (affinity-table.h) instead of the syscalls, so thread actions
+ * run end to end. Borrowed; NULL: none. */
+void actuator_set_affinity_table(Actuator *a, AffinityTable *t);
 /* For tests: hook(dir, userdata) runs after every successful write of a
  * cgroup's cpuset.cpus (NULL: none). */
 typedef void (*ActuatorWriteHook)(const char *dir, void *userdata);

@@ -56,7 +56,8 @@ static json_object *thread_to_json(const ThreadSample *t) {
             json_add(o, "nr_migrations", json_object_new_uint64(t->nr_migrations)) < 0 ||
             (t->wakeups >= 0 && json_add(o, "wakeups", json_double_1(t->wakeups)) < 0) ||
             (t->tgid > 0 && json_add(o, "tgid", json_object_new_int64(t->tgid)) < 0) ||
-            (t->n_partners > 0 && json_add(o, "partners", partners_to_json(t)) < 0))
+            (t->n_partners > 0 && json_add(o, "partners", partners_to_json(t)) < 0) ||
+            (t->wake_unknown && json_add(o, "wake_unknown", json_object_new_boolean(true)) < 0))
                 return NULL;
         return TAKE_PTR(o);
 }
@@ -265,6 +266,8 @@ static int parse_thread(const Ctx *x, json_object *o, ThreadSample *t) {
         if (json_object_object_get_ex(o, "tgid", &v) && get_int(x, o, "tgid", 1, INT32_MAX, &tgid) < 0)
                 return -EBADMSG;
         t->tgid = tgid;
+        if (json_object_object_get_ex(o, "wake_unknown", &v))
+                t->wake_unknown = json_object_get_boolean(v);
         return parse_partners(x, o, t);
 }
 

@@ -88,6 +88,11 @@ typedef struct ThreadSample {
                                  * unknown (recordings from before it was sampled) */
         WakePartner partners[SNAPSHOT_MAX_PARTNERS]; /* from the last observation of who wakes whom */
         unsigned n_partners;
+        /* Its cgroup wakes often enough to be observed and who wakes whom
+         * can observe, but no finished observation covered the thread yet:
+         * whether it talks in a group is not known (no partners proves
+         * nothing). */
+        bool wake_unknown;
 } ThreadSample;
 
 typedef struct CgroupSample {

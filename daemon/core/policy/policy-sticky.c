@@ -120,6 +120,11 @@ static int pin_candidate(PolicyCtx *ctx, CgroupState *c, ThreadState *t, bool gr
          * one by one where they last ran and so never placed as groups. */
         if (grouped || policy_grouped_recently(ctx, t))
                 return 0;
+        /* Nor one whose groups are not known yet: who wakes whom is about
+         * to say (sampler-wake.c), and a pin alone now may split a group
+         * that is found a second later. */
+        if (ts->wake_unknown)
+                return 0;
         if (t->sticky_released_us > 0 && ctx->now_us >= t->sticky_released_us &&
             ctx->now_us - t->sticky_released_us < STICKY_REPIN_HOLD_US)
                 return 0;

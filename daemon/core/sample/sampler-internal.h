@@ -176,6 +176,8 @@ struct Sampler {
         size_t n_wake_edges, alloc_wake_edges;
         ThreadPartners *partners; /* the last observation's, by tid */
         size_t n_partners;
+        pid_t *wake_known; /* the threads the last finished observation covered, sorted */
+        size_t n_wake_known;
         bool wake_wanted; /* the mode may place groups (default: yes) */
         bool wake_off;    /* not available: said once, not tried again until a reload */
         char wake_status[600];

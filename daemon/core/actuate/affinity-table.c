@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "affinity-table.h"
+#include "cgroup-path.h"
+#include "proc-thread.h"
+
+struct AffinityTable {
+        const RootDir *root;
+        CgroupMounts mounts;
+        FILE *log;
+        uint64_t sets;
+};
+
+int affinity_table_open(const RootDir *root, const char *path, AffinityTable **ret) {
+        _cleanup_(affinity_table_freep) AffinityTable *t = NULL;
+        int r;
+
+        if (!root || !path || !ret)
+                return -EINVAL;
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->root = root;
+        r = cgroup_mounts_read(root, &t->mounts);
+        if (r < 0)
+                return r;
+        t->log = fopen(path, "ae");
+        if (!t->log)
+                return negative_errno();
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+AffinityTable *affinity_table_free(AffinityTable *t) {
+        if (!t)
+                return NULL;
+        cgroup_mounts_done(&t->mounts);
+        if (t->log)
+                fclose(t->log);
+        free(t);
+        return NULL;
+}
+
+uint64_t affinity_table_sets(const AffinityTable *t) {
+        return t ? t->sets : 0;
+}
+
+static int read_status(const AffinityTable *t, pid_t tid, char **ret) {
+        char path[96];
+        int r;
+
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int) tid, (int) tid);
+        r = rootdir_read_file(t->root, path, ret, NULL);
+        return r == -ENOENT ? -ESRCH : r;
+}
+
+int affinity_table_get(const AffinityTable *t, pid_t tid, CpuSet *ret) {
+        _cleanup_(freep) char *status = NULL;
+        int r;
+
+        if (!t || tid <= 0 || !ret)
+                return -EINVAL;
+        r = read_status(t, tid, &status);
+        if (r < 0)
+                return r;
+        r = thread_status_parse_cpus_allowed(status, "status", ret, NULL);
+        return r < 0 ? -ESRCH : 0;
+}
+
+/* The CPUs of the thread's cgroup, as the kernel composes with them. */
+static int thread_cgroup_cpus(const AffinityTable *t, pid_t tid, CpuSet *ret) {
+        _cleanup_(freep) char *rel = NULL;
+        char path[PATH_MAX];
+        const char *mount = t->mounts.v1_cpuset ?: t->mounts.v2;
+        int r;
+
+        if (!mount)
+                return -ENOENT;
+        snprintf(path, sizeof(path), "/proc/%d/cpuset", (int) tid);
+        r = rootdir_read_file(t->root, path, &rel, NULL);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        rel[strcspn(rel, "\n")] = 0;
+        if (rel[0] != '/' || strstr(rel, ".."))
+                return -EBADMSG;
+        static const char *const names[] = {"cpuset.effective_cpus", "cpuset.cpus.effective", "cpuset.cpus"};
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_(freep) char *text = NULL;
+                snprintf(path, sizeof(path), "%s%s/%s", mount, streq(rel, "/") ? "" : rel, names[i]);
+                r = rootdir_read_file(t->root, path, &text, NULL);
+                if (r == -ENOENT)
+                        continue;
+                if (r < 0)
+                        return r;
+                text[strcspn(text, "\n")] = 0;
+                if (*text)
+                        return cpuset_parse(text, ret);
+        }
+        return -ENOENT;
+}
+
+/* status with its Cpus_allowed_list line replaced, written by rename so
+ * that a reader sees the old file or the new one. */
+static int write_status(const AffinityTable *t, pid_t tid, const char *status, const char *list) {
+        _cleanup_(freep) char *out = NULL;
+        char path[96], tmp[112];
+        const char *line = strstr(status, "Cpus_allowed_list:");
+        const char *end;
+        int fd, n;
+
+        if (!line)
+                return -EBADMSG;
+        end = strchrnul(line, '\n');
+        n = asprintf(&out, "%.*sCpus_allowed_list:\t%s%s", (int) (line - status), status, list, end);
+        if (n < 0)
+                return -ENOMEM;
+        snprintf(path, sizeof(path), "proc/%d/task/%d/status", (int) tid, (int) tid);
+        snprintf(tmp, sizeof(tmp), "%s.steerd", path);
+        fd = openat(t->root->fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return negative_errno();
+        if (write(fd, out, n) != n) {
+                int r = errno ? negative_errno() : -EIO;
+                close(fd);
+                (void) unlinkat(t->root->fd, tmp, 0);
+                return r;
+        }
+        close(fd);
+        if (renameat(t->root->fd, tmp, t->root->fd, path) < 0) {
+                int r = negative_errno();
+                (void) unlinkat(t->root->fd, tmp, 0);
+                return r;
+        }
+        return 0;
+}
+
+int affinity_table_set(AffinityTable *t, pid_t tid, hwloc_const_bitmap_t set) {
+        _cleanup_(freep) char *status = NULL, *list = NULL, *req = NULL;
+        _cleanup_cpuset_ CpuSet cg = NULL, got = NULL;
+        int r;
+
+        if (!t || tid <= 0 || (set && hwloc_bitmap_iszero(set)))
+                return -EINVAL;
+        r = read_status(t, tid, &status);
+        if (r < 0)
+                return r;
+        r = thread_cgroup_cpus(t, tid, &cg);
+        if (r < 0)
+                return r == -ESRCH ? r : -EIO;
+        if (set) {
+                got = hwloc_bitmap_alloc();
+                if (!got)
+                        return -ENOMEM;
+                hwloc_bitmap_and(got, set, cg);
+                if (hwloc_bitmap_iszero(got))
+                        return -EINVAL;
+        } else
+                got = TAKE_PTR(cg);
+        r = cpuset_format(got, &list);
+        if (r < 0)
+                return r;
+        if (set && (r = cpuset_format(set, &req)) < 0)
+                return r;
+        r = write_status(t, tid, status, list);
+        if (r < 0)
+                return r;
+        fprintf(t->log, "%d %s\n", (int) tid, req ?: "all");
+        fflush(t->log);
+        t->sets++;
+        return 0;
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# One run of steerd on the simulated host (tests/sim/simhost.c), for
+# tests/t-sim.sh and tests/bench/scale.sh:
+#
+#   run-sim.sh BUILD OUT CPUS LLC_CPUS CGROUPS THREADS SECONDS
+#
+# simhost writes a fixture root (on /dev/shm when there is one) and moves
+# it every 100 ms; steerd (Mode=latency, SamplePeriodMs=100,
+# PersistRuntime=no, every /sim* cgroup opted in) runs on it with
+# --affinity-table and --tick-stats for SECONDS, then is stopped with
+# SIGTERM; the simulation takes the last give-backs in and stops. Leaves in
+# OUT: ticks.txt (a line per tick), summary.json (the simulation's counts),
+# steerd.log, sim.log, rc (steerd's exit status), and gone.txt (the live
+# cgroups and threads still narrowed after the stop, one per line; empty
+# when everything was given back). SIM_SEED (7), SIM_PHASE_S (4),
+# SIM_CHURN_S (10), SIM_BUSY_PCT (12); KEEP=1 keeps the root in OUT/root.
+set -uo pipefail
+BUILD=$1 OUT=$2 CPUS=$3 LLC=$4 CGS=$5 THREADS=$6 RUN_S=$7
+STEERD=$BUILD/steerd
+SIM=$BUILD/steerd-simhost
+mkdir -p "$OUT"
+BASE=/dev/shm
+[ -d "$BASE" ] && [ -w "$BASE" ] || BASE=${TMPDIR:-/tmp}
+WORK=$(mktemp -d "$BASE/steerd-sim.XXXXXX")
+ROOT=$WORK/root
+SIMPID= DPID=
+cleanup() {
+        [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
+        [ -n "$SIMPID" ] && kill -9 "$SIMPID" 2>/dev/null
+        wait 2>/dev/null
+        if [ -n "${KEEP:-}" ]; then mv "$ROOT" "$OUT/root" 2>/dev/null; fi
+        rm -rf "$WORK"
+}
+trap cleanup EXIT
+die() { echo "run-sim: $*" >&2; exit 1; }
+
+# 2 packages, LLCs of LLC CPUs (cores of 2 threads): CPU ids in LLC order,
+# as simhost numbers them.
+[ $((CPUS % (2 * LLC))) = 0 ] && [ $((LLC % 2)) = 0 ] || die "CPUS must be a multiple of 2 x LLC_CPUS, LLC_CPUS even"
+TOPO="pack:2 l3:$((CPUS / LLC / 2)) l2:$((LLC / 2)) core:1 pu:2"
+echo "$TOPO" >"$OUT/topology.txt"
+"$SIM" "$ROOT" --cpus "$CPUS" --llc-cpus "$LLC" --cgroups "$CGS" --threads "$THREADS" \
+        --seconds $((RUN_S + 120)) --phase-s "${SIM_PHASE_S:-4}" --churn-s "${SIM_CHURN_S:-10}" \
+        --busy-pct "${SIM_BUSY_PCT:-12}" --seed "${SIM_SEED:-7}" \
+        --requests "$WORK/requests.log" --summary "$OUT/summary.json" >"$OUT/sim.log" 2>&1 &
+SIMPID=$!
+for _ in $(seq 1200); do
+        [ -e "$ROOT/.ready" ] && break
+        kill -0 "$SIMPID" 2>/dev/null || die "simhost ended before the root was ready: $(tail -3 "$OUT/sim.log")"
+        sleep 0.1
+done
+[ -e "$ROOT/.ready" ] || die "the simulated root was not ready after 120 s"
+
+printf '[Manager]\nMode=latency\nSamplePeriodMs=100\nPersistRuntime=no\n[OptIn]\n/sim*=latency\n' >"$WORK/steerd.conf"
+mkdir -p "$WORK/run" "$WORK/lib"
+rm -f "$OUT/ticks.txt"
+DBUS_SYSTEM_BUS_ADDRESS=unix:path=$WORK/no-bus "$STEERD" --foreground --root "$ROOT" --topology "$TOPO" \
+        --config "$WORK/steerd.conf" --runtime-dir "$WORK/run" --state-dir "$WORK/lib" \
+        --affinity-table "$WORK/requests.log" --tick-stats "$OUT/ticks.txt" >"$OUT/steerd.log" 2>&1 &
+DPID=$!
+sleep "$RUN_S"
+kill -0 "$DPID" 2>/dev/null || die "steerd ended during the run: $(tail -5 "$OUT/steerd.log")"
+kill -TERM "$DPID"
+rc=0
+wait "$DPID" || rc=$?
+DPID=
+echo "$rc" >"$OUT/rc"
+sleep 0.5 # the simulation takes the last give-backs in
+kill -TERM "$SIMPID"
+wait "$SIMPID"
+SIMPID=
+
+# What is still narrowed: every live cgroup's CPUs and every live thread's
+# mask must be all CPUs again.
+all=$(cat "$ROOT/sys/devices/system/cpu/online")
+{
+        for d in "$ROOT"/sys/fs/cgroup/cpuset/sim*/; do
+                [ -e "$d/tasks" ] || continue
+                c=$(cat "$d/cpuset.cpus")
+                [ "$c" = "$all" ] || echo "cgroup $(basename "$d"): cpuset.cpus $c"
+        done
+        grep -H "^Cpus_allowed_list:" "$ROOT"/proc/[0-9]*/task/*/status | grep -v -P "\t$all\$" |
+                sed -E "s|^$ROOT/proc/([0-9]+)/.*:\t|thread \1: |"
+} >"$OUT/gone.txt"
+exit 0
