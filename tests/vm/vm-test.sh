@@ -659,9 +659,13 @@ fi
 # the operator's `sysctl kernel.perf_event_paranoid=2` and a reload.
 
 WG=steerdwake.slice/steerdrings.scope
-# Read with builtins only: under TCG, with the rings keeping vCPUs busy, a
-# look that forked a dozen processes took over a second, long enough to
-# straddle one of steerd's changes and read a ring half moved.
+# One look is one process: grep reads each thread's status in one read().
+# Under TCG, with the rings keeping vCPUs busy, a look that forked a dozen
+# processes took over a second, long enough to straddle one of steerd's
+# changes; and bash's own `read` of a /proc file reads a line at a time and
+# seeks back, and each seek makes the kernel format the file again, so a
+# line can be lost when the lines before it change length (a look read one
+# ring thread with no mask at all).
 cpulist_v() { # cpulist_v LIST: cpulist into REPLY, without a subshell
         local s=${1//,/ } x a b i res=()
         for x in $s; do
@@ -676,20 +680,24 @@ cpulist_v() { # cpulist_v LIST: cpulist into REPLY, without a subshell
         REPLY="${res[*]}"
 }
 ring_masks_read() { # ring_masks_read PID -> RING_MASKS="m1 m2 m3 | m4 m5 m6" (tids after the main one)
-        local t tids=() i j k v m out=() n=0
-        for t in /proc/"$1"/task/*; do tids+=("${t##*/}"); done
+        local line t i j m tids=() out=() n=0
+        local -A mask=()
+        while IFS= read -r line; do
+                # /proc/PID/task/TID/status:Cpus_allowed_list:<TAB>LIST
+                t=${line#/proc/*/task/}
+                t=${t%%/*}
+                m=${line##*:}
+                mask[$t]=${m//[[:space:]]/}
+                tids+=("$t")
+        done < <(grep -H '^Cpus_allowed_list:' /proc/"$1"/task/*/status 2>/dev/null)
         # numeric order (a glob sorts as text)
         for ((i = 1; i < ${#tids[@]}; i++)); do
-                for ((j = i; j > 0 && tids[j - 1] > tids[j]; j--)); do
+                for ((j = i; j > 0 && tids[j-1] > tids[j]; j--)); do
                         t=${tids[j]} tids[j]=${tids[j-1]} tids[j-1]=$t
                 done
         done
         for t in "${tids[@]:1}"; do
-                m=
-                while read -r k v; do
-                        [ "$k" = Cpus_allowed_list: ] && { m=$v; break; }
-                done <"/proc/$1/task/$t/status" 2>/dev/null
-                cpulist_v "$m"
+                cpulist_v "${mask[$t]}"
                 out+=("$REPLY")
                 n=$((n + 1))
                 [ $n -eq 3 ] && out+=("|")
