@@ -149,18 +149,16 @@ exec {SNOOZE_FD}<>$SNOOZE_FIFO
 snooze() { read -r -t "$1" -u "$SNOOZE_FD" _ || true; }
 cg_has_cpus_file() { [ -e "$CG/$1/cpuset.cpus" ]; }
 # The affinity of every thread of a cgroup, distinct values, normalized.
-# Builtins only: under TCG with every vCPU busy a fork costs up to a second.
+# One grep reads every status file in one read() each: bash's read of a
+# /proc file seeks back after each line, the kernel formats the file again
+# at each seek, and a line can be lost (ring_masks_read() below).
 cg_thread_masks() {
-        local pid k v
+        local pid files=() k v
         [ -r "$CG/$1/cgroup.threads" ] || return 0
-        for pid in $(<"$CG/$1/cgroup.threads"); do
-                while IFS=$': \t' read -r k v; do
-                        [ "$k" = Cpus_allowed_list ] && {
-                                cpulist "$v"
-                                break
-                        }
-                done <"/proc/$pid/status"
-        done 2>/dev/null | sort -u | paste -sd' '
+        for pid in $(<"$CG/$1/cgroup.threads"); do files+=("/proc/$pid/status"); done
+        [ ${#files[@]} -gt 0 ] || return 0
+        grep -h '^Cpus_allowed_list:' "${files[@]}" 2>/dev/null | while read -r k v; do cpulist "$v"; done |
+                sort -u | paste -sd' '
 }
 # The LLC (0 or 1 here: CPUs 0-3 and 4-7) each thread of a cgroup last ran on
 # (field 39 of /proc/PID/stat, counted after the command name).
