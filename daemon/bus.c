@@ -801,8 +801,18 @@ int bus_wait_ready(Manager *m, uint64_t timeout_us) {
         return -ETIMEDOUT;
 }
 
+/* Signals go out only on a connection that is up: one still waiting for
+ * the bus socket (watch-bind) queues every message it is given, and a
+ * steerd started before the bus (or on a host without one) grew by every
+ * tick's ActionsApplied until it came (measured on the simulated host:
+ * 0.2 MB to 0.6 MB of queued signals in 100 s). Nobody can be listening
+ * to a signal sent before the connection is up. */
+static bool bus_can_emit(const Manager *m) {
+        return m->bus && sd_bus_is_ready(m->bus) > 0;
+}
+
 void bus_emit_mode_changed(Manager *m) {
-        if (!m->bus)
+        if (!bus_can_emit(m))
                 return;
         (void) sd_bus_emit_signal(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, "ModeChanged", "s",
                                   mode_to_string(m->mode));
@@ -810,14 +820,14 @@ void bus_emit_mode_changed(Manager *m) {
 }
 
 void bus_emit_mode_properties(Manager *m) {
-        if (!m->bus)
+        if (!bus_can_emit(m))
                 return;
         (void) sd_bus_emit_properties_changed(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, "Mode",
                                               "ModeSource", "ModeSetUSec", "ConfigMode", NULL);
 }
 
 void bus_emit_tick(Manager *m, const Snapshot *prev, const Snapshot *cur, const Plan *applied) {
-        if (!m->bus)
+        if (!bus_can_emit(m))
                 return;
         for (size_t i = 0; i < cur->n_llcs; i++) {
                 bool was = prev && i < prev->n_llcs ? prev->llcs[i].overloaded : false;
@@ -839,7 +849,7 @@ void bus_emit_trial_progress(Manager *m, const Trial *t) {
         TrialSummary s;
         uint64_t now = 0;
 
-        if (!m->bus)
+        if (!bus_can_emit(m))
                 return;
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
         trial_summary(t, now, &s);
@@ -849,7 +859,7 @@ void bus_emit_trial_progress(Manager *m, const Trial *t) {
 }
 
 void bus_emit_steering_evaluated(Manager *m, const char *cgroup, bool steering, const char *why) {
-        if (!m->bus)
+        if (!bus_can_emit(m))
                 return;
         (void) sd_bus_emit_signal(m->bus, STEERD_BUS_PATH, STEERD_BUS_INTERFACE, "SteeringEvaluated", "sbs",
                                   cgroup, (int) steering, why);

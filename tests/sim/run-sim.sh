@@ -13,7 +13,9 @@
 # steerd.log, sim.log, rc (steerd's exit status), and gone.txt (the live
 # cgroups and threads still narrowed after the stop, one per line; empty
 # when everything was given back). SIM_SEED (7), SIM_PHASE_S (4),
-# SIM_CHURN_S (10), SIM_BUSY_PCT (12); KEEP=1 keeps the root in OUT/root.
+# SIM_CHURN_S (10), SIM_BUSY_PCT (12); KEEP=1 keeps the root in OUT/root;
+# SIM_STEERD_WRAP runs steerd under a tool (valgrind --tool=massif ...);
+# SIM_MANAGER_EXTRA adds lines to the config's [Manager] (MetricsFile=...).
 set -uo pipefail
 BUILD=$1 OUT=$2 CPUS=$3 LLC=$4 CGS=$5 THREADS=$6 RUN_S=$7
 STEERD=$BUILD/steerd
@@ -51,10 +53,13 @@ for _ in $(seq 1200); do
 done
 [ -e "$ROOT/.ready" ] || die "the simulated root was not ready after 120 s"
 
-printf '[Manager]\nMode=latency\nSamplePeriodMs=100\nPersistRuntime=no\n[OptIn]\n/sim*=latency\n' >"$WORK/steerd.conf"
+printf '[Manager]\nMode=latency\nSamplePeriodMs=100\nPersistRuntime=no\n%s\n[OptIn]\n/sim*=latency\n' \
+        "${SIM_MANAGER_EXTRA:-}" >"$WORK/steerd.conf"
 mkdir -p "$WORK/run" "$WORK/lib"
 rm -f "$OUT/ticks.txt"
-DBUS_SYSTEM_BUS_ADDRESS=unix:path=$WORK/no-bus "$STEERD" --foreground --root "$ROOT" --topology "$TOPO" \
+# SIM_STEERD_WRAP: a command to run steerd under (valgrind --tool=massif ...).
+# shellcheck disable=SC2086
+DBUS_SYSTEM_BUS_ADDRESS=unix:path=$WORK/no-bus ${SIM_STEERD_WRAP:-} "$STEERD" --foreground --root "$ROOT" --topology "$TOPO" \
         --config "$WORK/steerd.conf" --runtime-dir "$WORK/run" --state-dir "$WORK/lib" \
         --affinity-table "$WORK/requests.log" --tick-stats "$OUT/ticks.txt" >"$OUT/steerd.log" 2>&1 &
 DPID=$!
