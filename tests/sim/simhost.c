@@ -708,6 +708,29 @@ static void advance(Sim *s) {
 
 /* ---- main ---- */
 
+static void sim_free(Sim *s) {
+        for (int i = 0; i < s->n_threads; i++) {
+                free(s->threads[i].req);
+                free(s->threads[i].allowed);
+        }
+        for (int cg = 0; cg < s->n_cgs; cg++) {
+                free(s->cgs[cg].cpus);
+                free(s->cgs[cg].cpus_text);
+                free(s->cgs[cg].threads);
+        }
+        free(s->threads);
+        free(s->cgs);
+        free(s->all);
+        free(s->cpu_load);
+        free(s->cpu_user);
+        free(s->cpu_idle);
+        free(s->cpu_run_ns);
+        free(s->cpu_wait_ns);
+        if (s->requests)
+                fclose(s->requests);
+        close(s->rootfd);
+}
+
 static uint64_t now_ms(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -870,7 +893,11 @@ int main(int argc, char **argv) {
                 advance(&s);
                 s.periods++;
         }
+        /* What steerd did last (the give-backs of its stop) is taken in
+         * before the end, however long a period took: a request and the
+         * cgroups' CPUs, composed again. */
         read_requests(&s);
+        read_cpusets(&s);
         FILE *out = summary ? fopen(summary, "w") : stdout;
         if (!out)
                 die(summary);
@@ -889,5 +916,6 @@ int main(int argc, char **argv) {
                 (unsigned long long) s.cgroups_removed, (unsigned long long) s.writes, s.run_s, s.wait_s);
         if (out != stdout)
                 fclose(out);
+        sim_free(&s);
         return 0;
 }

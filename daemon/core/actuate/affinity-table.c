@@ -14,7 +14,6 @@ struct AffinityTable {
         const RootDir *root;
         CgroupMounts mounts;
         FILE *log;
-        uint64_t sets;
 };
 
 int affinity_table_open(const RootDir *root, const char *path, AffinityTable **ret) {
@@ -45,10 +44,6 @@ AffinityTable *affinity_table_free(AffinityTable *t) {
                 fclose(t->log);
         free(t);
         return NULL;
-}
-
-uint64_t affinity_table_sets(const AffinityTable *t) {
-        return t ? t->sets : 0;
 }
 
 static int read_status(const AffinityTable *t, pid_t tid, char **ret) {
@@ -172,6 +167,5 @@ int affinity_table_set(AffinityTable *t, pid_t tid, hwloc_const_bitmap_t set) {
                 return r;
         fprintf(t->log, "%d %s\n", (int) tid, req ?: "all");
         fflush(t->log);
-        t->sets++;
         return 0;
 }

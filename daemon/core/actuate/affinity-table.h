@@ -31,5 +31,3 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(AffinityTable *, affinity_table_free);
 int affinity_table_get(const AffinityTable *t, pid_t tid, CpuSet *ret);
 /* set NULL: every CPU (thread_set_affinity_all()). */
 int affinity_table_set(AffinityTable *t, pid_t tid, hwloc_const_bitmap_t set);
-/* Requests taken (for the simulator's report). */
-uint64_t affinity_table_sets(const AffinityTable *t);
