@@ -47,6 +47,7 @@ int run_daemon(const Args *args, Config *config) {
                 .state_dir = args->state_dir,
                 .affinity_table = args->affinity_table,
                 .tick_stats = args->tick_stats,
+                .keep_open = args->keep_open,
         };
         r = manager_new(&o, config, &m);
         if (r < 0)

@@ -126,6 +126,8 @@ static int refresh_topology(Manager *m) {
         if (r < 0)
                 return log_error_errno(
                         r, "Cannot set up the sampler for the new topology; keeping the old one");
+        if (m->keep_open)
+                sampler_keep_open(sampler);
         r = policy_state_new(&fresh);
         if (r < 0) {
                 sampler_free(sampler);
@@ -389,8 +391,15 @@ static void write_tick_stats(Manager *m, uint64_t mono, uint64_t wall, uint64_t 
         PolicyCounters c;
         unsigned long size = 0, resident = 0;
         unsigned fds = 0;
+        size_t owned_threads = 0, owned_cgroups = 0;
 
         policy_state_counters(m->policy, &c);
+        actuator_counts(m->actuator, &owned_threads, &owned_cgroups);
+        /* The threads of this tick's snapshot: those read (every member of a
+         * busy cgroup, only the held ones of a quiet one). */
+        size_t threads = 0;
+        for (size_t i = 0; m->last_snapshot && i < m->last_snapshot->n_cgroups; i++)
+                threads += m->last_snapshot->cgroups[i].n_threads;
         _cleanup_(fclosep) FILE *f = fopen("/proc/self/statm", "re");
         if (!f || fscanf(f, "%lu %lu", &size, &resident) != 2)
                 resident = 0;
@@ -398,12 +407,13 @@ static void write_tick_stats(Manager *m, uint64_t mono, uint64_t wall, uint64_t 
         for (struct dirent *de; d && (de = readdir(d));)
                 fds += de->d_name[0] != '.';
         fprintf(m->tick_stats, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %u %u %u %u %u %u %u %" PRIu64
-                               " %" PRIu64 " %lu %u\n",
+                               " %" PRIu64 " %lu %u %zu %zu %zu\n",
                 m->ticks, mono, wall, cpu, m->tick_kinds[ACTION_SET_CGROUP_CPUS],
                 m->tick_kinds[ACTION_SET_THREAD_CPUS], m->tick_kinds[ACTION_RESTORE],
                 m->tick_policies[ACTION_POLICY_WINDOW], m->tick_policies[ACTION_POLICY_STICKY],
                 m->tick_policies[ACTION_POLICY_BALANCE], m->tick_policies[ACTION_POLICY_GUARD], m->actions_failed,
-                c.dropped, resident * (unsigned long) (sysconf(_SC_PAGESIZE) / 1024), fds ? fds - 1 : 0);
+                c.dropped, resident * (unsigned long) (sysconf(_SC_PAGESIZE) / 1024), fds ? fds - 1 : 0,
+                threads, owned_threads, owned_cgroups);
         fflush(m->tick_stats);
 }
 

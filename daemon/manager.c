@@ -160,6 +160,7 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
             asprintf(&m->trials_dir, "%s/trials", m->state_dir) < 0)
                 return -ENOMEM;
         m->topology_live = !o->topology;
+        m->keep_open = o->keep_open;
         if (o->affinity_table && !(m->affinity_table_path = strdup(o->affinity_table)))
                 return -ENOMEM;
         if (o->tick_stats) {
@@ -167,7 +168,7 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 if (!m->tick_stats)
                         return log_error_errno(negative_errno(), "Cannot open %s", o->tick_stats);
                 fputs("# tick mono_us wall_us cpu_us set_cgroup_cpus set_thread_cpus restore window sticky "
-                      "balance guard failed dropped rss_kb fds\n",
+                      "balance guard failed dropped rss_kb fds threads owned_threads owned_cgroups\n",
                       m->tick_stats);
         }
         const char *hang = secure_getenv("STEERD_TEST_HANG_FILE");
@@ -198,6 +199,8 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
         r = sampler_new(m->root, m->topo, &config->settings, &m->sampler);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the sampler");
+        if (m->keep_open)
+                sampler_keep_open(m->sampler);
         r = policy_state_new(&m->policy);
         if (r < 0)
                 return r;

@@ -98,6 +98,7 @@ typedef struct Manager {
         char *affinity_table_path;
         AffinityTable *affinity;
         FILE *tick_stats;
+        bool keep_open;
         unsigned tick_kinds[_ACTION_KIND_MAX];      /* this tick's applied plan, by kind */
         unsigned tick_policies[_ACTION_POLICY_MAX]; /* and by the policy that decided it */
 } Manager;
@@ -117,6 +118,7 @@ typedef struct ManagerOptions {
         const char *state_dir;   /* NULL: /var/lib/steerd */
         const char *affinity_table; /* a simulated host's request log (affinity-table.h); NULL: syscalls */
         const char *tick_stats;     /* a line of figures per tick appended here; NULL: none */
+        bool keep_open;             /* the root's files are rewritten in place: keep them open (sampler.h) */
 } ManagerOptions;
 
 /* manager_new() builds and reads, without side effects; manager_start()

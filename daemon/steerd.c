@@ -28,7 +28,9 @@ static void help(void) {
                "     --state-dir DIR      Where steerctl's changes persist (default /var/lib/steerd)\n"
                "     --affinity-table FILE  With --root (a simulated host, tests/sim): set thread masks\n"
                "                          in the root's /proc and log each request to FILE\n"
-               "     --tick-stats FILE    Append a line of figures per tick to FILE (benchmarks)\n\n"
+               "     --tick-stats FILE    Append a line of figures per tick to FILE (benchmarks)\n"
+               "     --keep-open          With --root (a simulated host that rewrites its files in place,\n"
+               "                          as /proc does): keep its files open as on the live root\n\n"
                "Without --once, --record or --replay, steerd runs as the daemon.\n");
 }
 
@@ -56,6 +58,7 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 ARG_RUNTIME_DIR,
                 ARG_AFFINITY_TABLE,
                 ARG_TICK_STATS,
+                ARG_KEEP_OPEN,
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -74,6 +77,7 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 {"runtime-dir", required_argument, NULL, ARG_RUNTIME_DIR},
                 {"affinity-table", required_argument, NULL, ARG_AFFINITY_TABLE},
                 {"tick-stats", required_argument, NULL, ARG_TICK_STATS},
+                {"keep-open", no_argument, NULL, ARG_KEEP_OPEN},
                 {},
         };
         int c;
@@ -130,6 +134,9 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 case ARG_TICK_STATS:
                         args->tick_stats = optarg;
                         break;
+                case ARG_KEEP_OPEN:
+                        args->keep_open = true;
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
@@ -142,6 +149,9 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 return log_error("--once, --record and --replay are mutually exclusive"), -EINVAL;
         if (args->affinity_table && (!args->root || args->once || args->record || args->replay))
                 return log_error("--affinity-table is for the daemon on a simulated host: it needs --root"),
+                       -EINVAL;
+        if (args->keep_open && (!args->root || args->once || args->record || args->replay))
+                return log_error("--keep-open is for the daemon on a simulated host: it needs --root"),
                        -EINVAL;
         return 1;
 }

@@ -18,6 +18,7 @@ typedef struct Args {
         uint64_t interval_ms;    /* --once: 0 = default 1000 */
         uint64_t ticks;          /* --record: stop after this many snapshots, 0 = until SIGINT/SIGTERM */
         bool once, json, foreground;
+        bool keep_open; /* daemon on a simulated host: its files are rewritten in place */
 } Args;
 
 int run_once(const Args *args, const Config *config);

@@ -3,6 +3,8 @@
 
 #include "test-policy-util.h"
 
+#include "policy-internal.h"
+
 /* Two LLCs of 8 SMT2 cores: LLC 0 (CPUs 0-15) with runnable 1.6x its util,
  * LLC 1 (CPUs 16-31) with spare capacity. */
 static Snapshot *two_llcs(uint64_t t, double util0, double runnable0, double util1, double runnable1) {
@@ -121,6 +123,99 @@ static void test_no_spare_no_moves(void **unused) {
                 dump_plan(plan, (unsigned) i);
                 assert_int_equal(plan_count_moves(plan), 0);
         }
+}
+
+/* A balance move is for the load that was there (docs/POLICY.md): a cgroup
+ * moved whole, then idle, gets its CPUs back once it has been idle at every
+ * look for BALANCE_IDLE_RELEASE_US, and not before; a busy tick in between
+ * starts the count again. */
+static void test_idle_cgroup_home_released(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+        unsigned released_at = 0;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned k = 0; k < 60 && !released_at; k++) {
+                bool moved = k > 0;
+                /* Idle from tick 1 on, except one busy tick at 10. */
+                bool busy = k == 0 || k == 10;
+                _cleanup_(snapshot_freep) Snapshot *s =
+                        k == 0 ? two_llcs(0, 600, 960, 100, 100) : two_llcs(k * TICK_US, 100, 100, 300, 300);
+                size_t cg = topo_add_cgroup(s, "/small", CGROUP_POLICY_BALANCED, NULL);
+                if (moved) {
+                        hwloc_bitmap_zero(s->cgroups[cg].cpus);
+                        hwloc_bitmap_set_range(s->cgroups[cg].cpus, 16, 31);
+                }
+                for (int i = 0; i < 4; i++) {
+                        ThreadSample *t = topo_add_thread(s, cg, 300 + i, 1, moved ? 16 + i : i, busy ? 400 : 5,
+                                                          busy ? 200 : 0);
+                        if (moved)
+                                hwloc_bitmap_copy(t->allowed, s->cgroups[cg].cpus);
+                }
+                topo_finish(s);
+
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                dump_plan(plan, k);
+                if (k == 0) {
+                        assert_cpus(plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_BALANCE, "/small", 0),
+                                    "16-31");
+                        continue;
+                }
+                const Action *a = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_BALANCE, "/small", 0);
+                if (a) {
+                        assert_cpus(a, "0-31");
+                        assert_non_null(strstr(a->reason, "idle: demand 20 <"));
+                        released_at = k;
+                }
+        }
+        /* Idle again from tick 11: 2 s of 100 ms ticks later. */
+        assert_int_equal(released_at, 11 + BALANCE_IDLE_RELEASE_US / TICK_US);
+}
+
+/* A thread moved alone, then idle, goes back the same way. */
+static void test_idle_thread_home_released(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        Settings st;
+        unsigned released = 0, first = 0;
+
+        settings_latency(&st);
+        assert_int_equal(policy_state_new(&state), 0);
+        for (unsigned k = 0; k < 40; k++) {
+                _cleanup_(snapshot_freep) Snapshot *s =
+                        k == 0 ? two_llcs(0, 600, 960, 100, 100) : two_llcs(k * TICK_US, 100, 100, 300, 300);
+                size_t cg = topo_add_cgroup(s, "/big", CGROUP_POLICY_BALANCED, NULL);
+                for (int i = 0; i < 30; i++) {
+                        /* 1026..1029 moved at tick 0 (the most waiting). */
+                        bool moved = k > 0 && i >= 26 && !released;
+                        ThreadSample *t = topo_add_thread(s, cg, 1000 + i, 1, moved ? 16 + i - 26 : i % 16,
+                                                          k == 0 ? 400 : 5, k == 0 ? 30 + 10 * i : 0);
+                        if (moved) {
+                                hwloc_bitmap_zero(t->allowed);
+                                hwloc_bitmap_set_range(t->allowed, 16, 31);
+                        }
+                }
+                topo_finish(s);
+
+                _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
+                dump_plan(plan, k);
+                if (k == 0) {
+                        assert_int_equal(plan_count_moves(plan), 4);
+                        continue;
+                }
+                size_t n = plan_count(plan, ACTION_RESTORE, ACTION_POLICY_BALANCE);
+                if (n > 0) {
+                        assert_int_equal(n, 4);
+                        for (int i = 26; i < 30; i++)
+                                assert_cpus(plan_find(plan, ACTION_RESTORE, ACTION_POLICY_BALANCE, "/big",
+                                                      1000 + i),
+                                            "0-31");
+                        assert_int_equal(released, 0);
+                        released = 1;
+                        first = k;
+                }
+        }
+        assert_int_equal(first, 1 + BALANCE_IDLE_RELEASE_US / TICK_US);
 }
 
 /* ---- load oscillating between two LLCs for 1,000 ticks ------------------- */
@@ -265,6 +360,8 @@ int main(void) {
                 cmocka_unit_test(test_most_waiting_threads_move), cmocka_unit_test(test_max_moves_per_tick),
                 cmocka_unit_test(test_whole_cgroup_moves),        cmocka_unit_test(test_no_spare_no_moves),
                 cmocka_unit_test(test_oscillation_no_ping_pong),
+                cmocka_unit_test(test_idle_cgroup_home_released),
+                cmocka_unit_test(test_idle_thread_home_released),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,9 @@
 # when everything was given back). SIM_SEED (7), SIM_PHASE_S (4),
 # SIM_CHURN_S (10), SIM_BUSY_PCT (12); KEEP=1 keeps the root in OUT/root;
 # SIM_STEERD_WRAP runs steerd under a tool (valgrind --tool=massif ...);
+# steerd keeps the root's files open and re-reads them, as it does /proc
+# on a live host (--keep-open; simhost rewrites them in place), unless
+# SIM_KEEP_OPEN=0 (each file opened afresh each time, as on other fixtures);
 # SIM_MANAGER_EXTRA adds lines to the config's [Manager] (MetricsFile=...).
 set -uo pipefail
 BUILD=$1 OUT=$2 CPUS=$3 LLC=$4 CGS=$5 THREADS=$6 RUN_S=$7
@@ -58,10 +61,12 @@ printf '[Manager]\nMode=latency\nSamplePeriodMs=100\nPersistRuntime=no\n%s\n[Opt
 mkdir -p "$WORK/run" "$WORK/lib"
 rm -f "$OUT/ticks.txt"
 # SIM_STEERD_WRAP: a command to run steerd under (valgrind --tool=massif ...).
+KEEP_OPEN=--keep-open
+[ "${SIM_KEEP_OPEN:-1}" = 0 ] && KEEP_OPEN=
 # shellcheck disable=SC2086
 DBUS_SYSTEM_BUS_ADDRESS=unix:path=$WORK/no-bus ${SIM_STEERD_WRAP:-} "$STEERD" --foreground --root "$ROOT" --topology "$TOPO" \
         --config "$WORK/steerd.conf" --runtime-dir "$WORK/run" --state-dir "$WORK/lib" \
-        --affinity-table "$WORK/requests.log" --tick-stats "$OUT/ticks.txt" >"$OUT/steerd.log" 2>&1 &
+        --affinity-table "$WORK/requests.log" --tick-stats "$OUT/ticks.txt" $KEEP_OPEN >"$OUT/steerd.log" 2>&1 &
 DPID=$!
 sleep "$RUN_S"
 kill -0 "$DPID" 2>/dev/null || die "steerd ended during the run: $(tail -5 "$OUT/steerd.log")"

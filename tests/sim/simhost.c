@@ -221,6 +221,46 @@ static void put(Sim *s, const char *rel, const char *text) {
         s->writes++;
 }
 
+/* In place, as /proc and cgroupfs change a file: a reader that keeps its
+ * descriptor open and re-reads it (steerd --keep-open, as on the live
+ * root) sees the new text. The counters are written at a fixed width
+ * (zero-padded), so a file never changes length; a CPU list that gets
+ * shorter is padded with blanks after its newline, which its readers
+ * strip. What rename gave and this does not: a read that meets the write
+ * can see part of each (a window of nanoseconds per file per period; the
+ * counters then seem to go back at the next read, which steerd takes as a
+ * held figure). */
+static void put_inplace(Sim *s, const char *rel, const char *text) {
+        static char *pad;
+        static size_t pad_size;
+        struct stat st;
+        size_t n = strlen(text);
+        int fd = openat(s->rootfd, rel, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return; /* its directory went (a cgroup removed) */
+                die(rel);
+        }
+        if (fstat(fd, &st) < 0)
+                die(rel);
+        if ((size_t) st.st_size > n) {
+                if (pad_size < (size_t) st.st_size) {
+                        free(pad);
+                        pad_size = (size_t) st.st_size;
+                        if (!(pad = malloc(pad_size)))
+                                die("malloc");
+                }
+                memcpy(pad, text, n);
+                memset(pad + n, ' ', (size_t) st.st_size - n);
+                text = pad;
+                n = (size_t) st.st_size;
+        }
+        if (pwrite(fd, text, n, 0) != (ssize_t) n)
+                die(rel);
+        close(fd);
+        s->writes++;
+}
+
 static int get(Sim *s, const char *rel, char *buf, size_t size) {
         int fd = openat(s->rootfd, rel, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
@@ -243,27 +283,30 @@ static void write_stat(Sim *s, Thread *t) {
         char p[96], text[512];
         /* pid (comm) state, then fields 4..52; 22 starttime, 39 processor */
         int n = snprintf(text, sizeof(text), "%d (sim %d) S", t->tid, t->tid);
-        for (int f = 4; f <= 52; f++)
-                n += snprintf(text + n, sizeof(text) - n, " %llu",
+        for (int f = 4; f <= 52; f++) {
+                /* the moving fields at a fixed width (put_inplace()) */
+                int width = f == 14 || f == 15 ? 20 : f == 39 ? 5 : 1;
+                n += snprintf(text + n, sizeof(text) - n, " %0*llu", width,
                               f == 22   ? (unsigned long long) t->starttime
                               : f == 39 ? (unsigned long long) t->cpu
                               : f == 4  ? 1ULL
                               : f == 14 ? (unsigned long long) (t->exec_ns / 10000000 * 3 / 4)
                               : f == 15 ? (unsigned long long) (t->exec_ns / 10000000 / 4)
                                         : 0ULL);
+        }
         snprintf(text + n, sizeof(text) - n, "\n");
         snprintf(p, sizeof(p), "proc/%d/task/%d/stat", t->tid, t->tid);
-        put(s, p, text);
+        put_inplace(s, p, text);
         snprintf(p, sizeof(p), "proc/%d/stat", t->tid);
-        put(s, p, text);
+        put_inplace(s, p, text);
 }
 
 static void write_schedstat(Sim *s, const Thread *t) {
         char p[96], text[96];
-        snprintf(text, sizeof(text), "%llu %llu %llu\n", (unsigned long long) t->exec_ns,
+        snprintf(text, sizeof(text), "%020llu %020llu %020llu\n", (unsigned long long) t->exec_ns,
                  (unsigned long long) t->delay_ns, (unsigned long long) t->pcount);
         snprintf(p, sizeof(p), "proc/%d/task/%d/schedstat", t->tid, t->tid);
-        put(s, p, text);
+        put_inplace(s, p, text);
 }
 
 static void write_status(Sim *s, const Thread *t) {
@@ -365,9 +408,9 @@ static void cgroup_new(Sim *s) {
         snprintf(p, sizeof(p), CG_ROOT "/%s/cpuset.cpus", c->name);
         put(s, p, list);
         snprintf(p, sizeof(p), CG_ROOT "/%s/cpuset.effective_cpus", c->name);
-        put(s, p, list);
+        put_inplace(s, p, list);
         snprintf(p, sizeof(p), CG_ROOT "/%s/cpuacct.usage", c->name);
-        put(s, p, "0\n");
+        put_inplace(s, p, "00000000000000000000\n");
         int llc = (int) (rnd(s) % s->nllcs);
         c->home_llc = llc;
         for (int i = 0; i < s->threads_per_cg; i++)
@@ -507,7 +550,7 @@ static void read_cpusets(Sim *s) {
                 if (!c->cpus_text)
                         die("strdup");
                 snprintf(p, sizeof(p), CG_ROOT "/%s/cpuset.effective_cpus", c->name);
-                put(s, p, strcat(text, "\n"));
+                put_inplace(s, p, strcat(text, "\n"));
                 s->cpuset_changes++;
                 for (int i = 0; i < c->n_threads; i++)
                         compose(s, &s->threads[c->threads[i]]);
@@ -661,8 +704,8 @@ static void advance(Sim *s) {
                 }
                 char p[96], text[32];
                 snprintf(p, sizeof(p), CG_ROOT "/%s/cpuacct.usage", c->name);
-                snprintf(text, sizeof(text), "%llu\n", (unsigned long long) c->usage_ns);
-                put(s, p, text);
+                snprintf(text, sizeof(text), "%020llu\n", (unsigned long long) c->usage_ns);
+                put_inplace(s, p, text);
         }
         /* /proc/stat: each CPU busy as far as its demand fills it */
         size_t size = (size_t) s->ncpus * 96 + 256, n = 0;
@@ -674,24 +717,24 @@ static void advance(Sim *s) {
                 double busy = s->cpu_load[c] > 1.0 ? 1.0 : s->cpu_load[c];
                 s->cpu_user[c] += busy * USER_HZ * s->period_ms / 1000.0;
                 s->cpu_idle[c] += (1.0 - busy) * USER_HZ * s->period_ms / 1000.0;
-                n += snprintf(text + n, size - n, "cpu%d %llu 0 0 %llu 0 0 0 0 0 0\n", c,
+                n += snprintf(text + n, size - n, "cpu%d %020llu 0 0 %020llu 0 0 0 0 0 0\n", c,
                               (unsigned long long) s->cpu_user[c], (unsigned long long) s->cpu_idle[c]);
         }
         snprintf(text + n, size - n,
                  "intr 0\nctxt 0\nbtime 0\nprocesses 0\nprocs_running 1\nprocs_blocked 0\n");
-        put(s, "proc/stat", text);
+        put_inplace(s, "proc/stat", text);
         free(text);
         /* /proc/schedstat (version 15): per CPU, run and run-queue wait */
         size = (size_t) s->ncpus * 96 + 64, n = 0;
         text = malloc(size);
         if (!text)
                 die("malloc");
-        n += snprintf(text + n, size - n, "version 15\ntimestamp %llu\n",
+        n += snprintf(text + n, size - n, "version 15\ntimestamp %020llu\n",
                       (unsigned long long) (4294900000ULL + s->periods * s->period_ms / 10));
         for (int c = 0; c < s->ncpus; c++)
-                n += snprintf(text + n, size - n, "cpu%d 0 0 0 0 0 0 %llu %llu 0\n", c,
+                n += snprintf(text + n, size - n, "cpu%d 0 0 0 0 0 0 %020llu %020llu 0\n", c,
                               (unsigned long long) s->cpu_run_ns[c], (unsigned long long) s->cpu_wait_ns[c]);
-        put(s, "proc/schedstat", text);
+        put_inplace(s, "proc/schedstat", text);
         free(text);
         /* PSI cpu some: the share of time with someone waiting, as avg10 */
         double some = total_demand > 0 ? 100.0 * total_wait / total_demand : 0;
@@ -700,10 +743,10 @@ static void advance(Sim *s) {
         s->psi_total_us += some / 100.0 * s->period_ms * 1000.0;
         char psi[256];
         snprintf(psi, sizeof(psi),
-                 "some avg10=%.2f avg60=%.2f avg300=%.2f total=%llu\nfull avg10=0.00 avg60=0.00 avg300=0.00 "
-                 "total=0\n",
+                 "some avg10=%06.2f avg60=%06.2f avg300=%06.2f total=%020llu\nfull avg10=0.00 avg60=0.00 "
+                 "avg300=0.00 total=0\n",
                  s->psi_avg10, s->psi_avg10, s->psi_avg10, (unsigned long long) s->psi_total_us);
-        put(s, "proc/pressure/cpu", psi);
+        put_inplace(s, "proc/pressure/cpu", psi);
 }
 
 /* ---- main ---- */

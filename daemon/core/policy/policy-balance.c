@@ -258,6 +258,71 @@ static int move_one(PolicyCtx *ctx, const Candidate *m, const LlcSample *busiest
         return r;
 }
 
+/* Whether a home held on a subject of this demand has been idle long
+ * enough to go; keeps *since up to date. */
+static bool idle_long_enough(const PolicyCtx *ctx, double demand, uint64_t *since) {
+        if (demand * 100 >= WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE) {
+                *since = 0;
+                return false;
+        }
+        if (*since == 0 || *since > ctx->now_us)
+                *since = ctx->now_us;
+        return ctx->now_us - *since >= BALANCE_IDLE_RELEASE_US;
+}
+
+static void idle_reason(double demand, char *buf, size_t size) {
+        snprintf(buf, size, "idle: demand %.0f < %.0f (%.1f%% of a CPU) for %.1f s", demand,
+                 WINDOW_IDLE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE / 100, WINDOW_IDLE_DEMAND_PERCENT,
+                 BALANCE_IDLE_RELEASE_US / 1e6);
+}
+
+int policy_balance_release(PolicyCtx *ctx) {
+        char reason[160];
+        int r;
+
+        for (size_t i = 0; i < ctx->snap->n_cgroups; i++) {
+                CgroupState *c = ctx->by_sample[i];
+                if (!c)
+                        continue;
+                const CgroupSample *cg = c->sample;
+                double sum = 0;
+                for (size_t k = 0; k < cg->n_threads; k++)
+                        sum += thread_demand(&cg->threads[k]);
+
+                /* A cgroup read only in part (quiet) has no Σ to judge: its
+                 * home is never held there anyway (a held cgroup is read
+                 * whole). */
+                if (!c->home.mask || c->acted || cg->threads_partial)
+                        c->home_idle_since_us = 0;
+                else if (idle_long_enough(ctx, sum, &c->home_idle_since_us)) {
+                        idle_reason(sum, reason, sizeof(reason));
+                        c->home_idle_since_us = 0;
+                        r = policy_cgroup_restore(ctx, c, false, ACTION_POLICY_BALANCE, reason);
+                        if (r < 0)
+                                return r;
+                }
+                for (size_t k = 0; k < cg->n_threads; k++) {
+                        ThreadState *t = c->by_sample[k];
+                        if (!t)
+                                continue;
+                        if (!t->home.mask || t->acted) {
+                                t->home_idle_since_us = 0;
+                                continue;
+                        }
+                        double d = thread_demand(&cg->threads[k]);
+                        if (!idle_long_enough(ctx, d, &t->home_idle_since_us))
+                                continue;
+                        idle_reason(d, reason, sizeof(reason));
+                        t->home_idle_since_us = 0;
+                        /* The pin on it goes along (as validate_thread()). */
+                        r = policy_thread_restore(ctx, c, t, false, ACTION_POLICY_BALANCE, reason);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
 int policy_balance(PolicyCtx *ctx) {
         const Settings *st = ctx->settings;
         const LlcSample *busiest, *target;

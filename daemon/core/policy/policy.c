@@ -285,6 +285,8 @@ int policy_decide(const Snapshot *snap, const Settings *settings, PolicyState *s
         if (r >= 0)
                 r = policy_group_release(&ctx);
         if (r >= 0)
+                r = policy_balance_release(&ctx);
+        if (r >= 0)
                 r = policy_balance(&ctx);
         if (r >= 0)
                 r = policy_window(&ctx);

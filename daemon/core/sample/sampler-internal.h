@@ -161,6 +161,7 @@ struct Sampler {
         size_t n_kept_fds, max_kept_fds; /* the descriptors of ThreadPrev */
 
         bool live;                 /* the root is "/": the threads are this host's */
+        bool keep_open;            /* files kept open and re-read: live, or sampler_keep_open() */
         bool runnable_needed;      /* false: skip the dear runnable sources */
         uint64_t n_samples;        /* for the files read only every few ticks */
         uint64_t debugfs_read_us;  /* when sched/debug was last read */
@@ -239,7 +240,8 @@ void thread_table_sort(ThreadTable *t);
 /* A file read every tick (path through the root), kept open in *fd on the
  * live root and re-read with pread() from offset 0, where seq_file builds
  * it afresh: the path lookup is most of what a small /proc or cgroup file
- * costs. Fixture roots open it each time. *fd is -EBADF after an error. */
+ * costs. Fixture roots open it each time, unless sampler_keep_open() says
+ * they are rewritten in place as /proc is. *fd is -EBADF after an error. */
 int sampler_read_kept(Sampler *s, int *fd, const char *path, char **ret);
 
 /* Closes what the entries keep open and frees them. */

@@ -129,7 +129,7 @@ int sampler_read_kept(Sampler *s, int *fd, const char *path, char **ret) {
                         break;
         }
         buf[size] = '\0';
-        if (!s->live) {
+        if (!s->keep_open) {
                 close(*fd); /* fixture roots: opened afresh each time */
                 *fd = -EBADF;
         }
@@ -347,7 +347,7 @@ int thread_cache_sample(Sampler *s, ThreadPrev *prev, size_t n_prev, ThreadTable
         if (kept)
                 r = read_kept(s, p, pid, tid, ss_text, &st, &ss);
         else
-                r = read_fresh(s, &pid, tid, s->live && s->n_kept_fds + 2 <= s->max_kept_fds, &st, &ss,
+                r = read_fresh(s, &pid, tid, s->keep_open && s->n_kept_fds + 2 <= s->max_kept_fds, &st, &ss,
                                &stat_fd, &ss_fd);
         if (r <= 0)
                 return r;

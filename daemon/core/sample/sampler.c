@@ -4,6 +4,17 @@
 #include "log.h"
 #include "sampler-internal.h"
 
+/* Keep two descriptors per thread while a quarter of the soft limit allows
+ * (the daemon raises it to the hard limit at start). */
+static void set_max_kept_fds(Sampler *s) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) >= 0)
+                s->max_kept_fds = rl.rlim_cur == RLIM_INFINITY
+                                          ? SAMPLER_MAX_KEPT_FDS
+                                          : MIN((size_t) rl.rlim_cur / 4, SAMPLER_MAX_KEPT_FDS);
+}
+
 int sampler_new(const RootDir *root, const Topology *topo, const Settings *settings, Sampler **ret) {
         _cleanup_(sampler_freep) Sampler *s = NULL;
 
@@ -18,19 +29,15 @@ int sampler_new(const RootDir *root, const Topology *topo, const Settings *setti
                 return -ENOMEM;
         s->source = runnable_probe_source(root);
         s->live = streq(root->path, "/");
+        s->keep_open = s->live;
         s->runnable_needed = true;
         s->wake_wanted = true;
         s->stat_fd = s->psi_fd = -EBADF;
         s->clock_ticks = sysconf(_SC_CLK_TCK);
         if (s->clock_ticks <= 0)
                 s->clock_ticks = 100;
-        /* Keep two descriptors per thread while a quarter of the soft
-         * limit allows (the daemon raises it to the hard limit at start). */
-        struct rlimit rl;
-        if (s->live && getrlimit(RLIMIT_NOFILE, &rl) >= 0)
-                s->max_kept_fds = rl.rlim_cur == RLIM_INFINITY
-                                          ? SAMPLER_MAX_KEPT_FDS
-                                          : MIN((size_t) rl.rlim_cur / 4, SAMPLER_MAX_KEPT_FDS);
+        if (s->live)
+                set_max_kept_fds(s);
         log_debug("Runnable source: %s", runnable_source_to_string(s->source));
 
         *ret = TAKE_PTR(s);
@@ -52,6 +59,13 @@ Sampler *sampler_free(Sampler *s) {
         sampler_wake_done(s);
         free(s);
         return NULL;
+}
+
+void sampler_keep_open(Sampler *s) {
+        if (s->keep_open)
+                return;
+        s->keep_open = true;
+        set_max_kept_fds(s);
 }
 
 void sampler_set_settings(Sampler *s, const Settings *settings) {

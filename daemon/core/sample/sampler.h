@@ -174,6 +174,12 @@ void sampler_set_full(Sampler *s, bool full);
  * (not every few), so that one that wakes up ends it at the next. */
 bool sampler_all_quiet(const Sampler *s);
 void sampler_set_host_idle(Sampler *s, bool idle);
+/* A fixture root whose files are rewritten in place, as /proc's are (the
+ * simulated host, tests/sim): its files are kept open and re-read as on
+ * the live root, so that a simulation measures what a host costs. A root
+ * whose files are replaced by rename must not use it: a kept descriptor
+ * would read the replaced file for good. */
+void sampler_keep_open(Sampler *s);
 void sampler_member_joined(Sampler *s, const char *dir, pid_t tid, pid_t tgid);
 void sampler_members_stale(Sampler *s);
 /* The opted-in cgroup a task new since the last sample is in, from the
