@@ -75,9 +75,14 @@ static inline void strv_freep(char ***p) {
 }
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
 
+/* Closes and forgets: also called on a descriptor that lives on (a kept
+ * file), where a second call closed whatever had reused the number since
+ * (a cgroup whose window went back closed another file every tick: the
+ * parent's kept CPUs file was closed, but its number kept). */
 static inline void closep(int *fd) {
         if (*fd >= 0)
                 close(*fd);
+        *fd = -EBADF;
 }
 
 static inline void fclosep(FILE **f) {

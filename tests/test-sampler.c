@@ -3,6 +3,7 @@
  * one socket: 12 LLCs x 16 CPUs, SMT2). Expected figures follow from the
  * generator's formulas (tests/gen-fixture-root.py). */
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -460,6 +461,40 @@ static void test_idle_backoff(void **state) {
         assert_int_equal(sampler_sample(f->sampler, 6000000, &f->cg, 1, &s), 0);
         assert_true(fabs(s->cgroups[0].threads[k].util - cap(thread_util_pct(tid))) < 0.01);
         snapshot_free(s);
+}
+
+/* A cgroup whose window went back stops keeping its parent's CPUs file
+ * open, and closes it once: the descriptor's number, reused since by
+ * another file, was closed again at every tick (on the simulated host,
+ * other cgroups' and threads' kept files read each other's text). */
+static void test_kept_parent_closed_once(void **state) {
+        Fixture *f = *state;
+        _cleanup_cpuset_ CpuSet held = hwloc_bitmap_dup(f->topo->online);
+        int sentinels[64];
+        Snapshot *s = NULL;
+
+        gen(f, 0, NULL);
+        assert_int_equal(sampler_new(f->root, f->topo, &f->settings, &f->sampler), 0);
+        sampler_keep_open(f->sampler);
+        f->cg.original_cpus = held; /* a window held: the parent's CPUs are read, kept */
+        assert_int_equal(sampler_sample(f->sampler, 1000000, &f->cg, 1, &s), -EAGAIN);
+        gen(f, 1, NULL);
+        assert_int_equal(sampler_sample(f->sampler, 2000000, &f->cg, 1, &s), 0);
+        snapshot_free(s);
+        f->cg.original_cpus = NULL; /* the window went back */
+        assert_int_equal(sampler_sample(f->sampler, 3000000, &f->cg, 1, &s), 0);
+        snapshot_free(s);
+        /* The lowest free numbers, the parent's among them. */
+        for (size_t i = 0; i < ELEMENTSOF(sentinels); i++)
+                assert_true((sentinels[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0);
+        for (uint64_t t = 4; t <= 6; t++) {
+                assert_int_equal(sampler_sample(f->sampler, t * 1000000, &f->cg, 1, &s), 0);
+                snapshot_free(s);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(sentinels); i++) {
+                assert_true(fcntl(sentinels[i], F_GETFD) >= 0);
+                close(sentinels[i]);
+        }
 }
 
 /* The task list: empty lines are skipped, a line that is not a thread id
@@ -1234,6 +1269,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_smoothing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_thread_first_interval, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_idle_backoff, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_kept_parent_closed_once, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runnable_not_needed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_task_list_lines, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_quiet, setup, teardown),

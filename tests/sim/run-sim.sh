@@ -47,7 +47,7 @@ echo "$TOPO" >"$OUT/topology.txt"
 "$SIM" "$ROOT" --cpus "$CPUS" --llc-cpus "$LLC" --cgroups "$CGS" --threads "$THREADS" \
         --seconds $((RUN_S + 120)) --phase-s "${SIM_PHASE_S:-4}" --churn-s "${SIM_CHURN_S:-10}" \
         --busy-pct "${SIM_BUSY_PCT:-12}" --seed "${SIM_SEED:-7}" \
-        --requests "$WORK/requests.log" --summary "$OUT/summary.json" >"$OUT/sim.log" 2>&1 &
+        --requests "$WORK/requests.log" --summary "$OUT/summary.json" --follow "$OUT/ticks.txt" >"$OUT/sim.log" 2>&1 &
 SIMPID=$!
 for _ in $(seq 1200); do
         [ -e "$ROOT/.ready" ] && break

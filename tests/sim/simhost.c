@@ -99,7 +99,7 @@ typedef struct Sim {
         double psi_total_us, psi_avg10;
         /* the summary */
         uint64_t periods, requests_read, request_errors, cpuset_changes, recomposed, migrations,
-                balance_moves, over_llc_periods, cgroups_created, cgroups_removed, writes;
+                balance_moves, over_llc_periods, cgroups_created, cgroups_removed, writes, followed;
         double wait_s, run_s;
 } Sim;
 
@@ -320,7 +320,7 @@ static void write_status(Sim *s, const Thread *t) {
                      t->tid, t->tid, list) < 0)
                 die("asprintf");
         snprintf(p, sizeof(p), "proc/%d/task/%d/status", t->tid, t->tid);
-        put(s, p, text);
+        put_inplace(s, p, text);
         free(text);
 }
 
@@ -780,11 +780,37 @@ static uint64_t now_ms(void) {
         return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
 }
 
+/* steerd's last tick start (CLOCK_MONOTONIC, ms) from its --tick-stats
+ * file, 0 if none yet. */
+static uint64_t last_tick_ms(const char *path) {
+        char buf[1024];
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        off_t end = lseek(fd, 0, SEEK_END);
+        off_t from = end > (off_t) sizeof(buf) - 1 ? end - (off_t) sizeof(buf) + 1 : 0;
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, from);
+        close(fd);
+        if (n <= 0)
+                return 0;
+        buf[n] = 0;
+        /* the last whole line: "tick mono_us ..." */
+        char *e = strrchr(buf, '\n');
+        if (!e)
+                return 0;
+        *e = 0;
+        char *l = strrchr(buf, '\n');
+        unsigned long long tick, mono;
+        if (sscanf(l ? l + 1 : buf, "%llu %llu", &tick, &mono) != 2)
+                return 0;
+        return mono / 1000;
+}
+
 static void usage(void) {
         fprintf(stderr,
                 "usage: simhost ROOT --cpus N --llc-cpus K --cgroups G --threads T --requests FILE\n"
                 "       [--period-ms 100] [--seconds S] [--phase-s 4] [--churn-s 15] [--busy-pct 12]\n"
-                "       [--seed X] [--summary FILE]\n");
+                "       [--seed X] [--summary FILE] [--follow TICK_STATS]\n");
         exit(2);
 }
 
@@ -796,7 +822,7 @@ int main(int argc, char **argv) {
                  .busy_pct = 12,
                  .seed = 1,
                  .next_tid = 100000};
-        const char *requests = NULL, *summary = NULL;
+        const char *requests = NULL, *summary = NULL, *follow = NULL;
         int total_threads = 0;
         static const struct option opts[] = {{"cpus", 1, 0, 'c'},
                                              {"llc-cpus", 1, 0, 'l'},
@@ -810,6 +836,7 @@ int main(int argc, char **argv) {
                                              {"seed", 1, 0, 'S'},
                                              {"requests", 1, 0, 'r'},
                                              {"summary", 1, 0, 'o'},
+                                             {"follow", 1, 0, 'f'},
                                              {0, 0, 0, 0}};
         for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;)
                 switch (o) {
@@ -848,6 +875,9 @@ int main(int argc, char **argv) {
                         break;
                 case 'o':
                         summary = optarg;
+                        break;
+                case 'f':
+                        follow = optarg;
                         break;
                 default:
                         usage();
@@ -905,6 +935,20 @@ int main(int argc, char **argv) {
         while (!stop && (s.seconds <= 0 || now_ms() - t0 < (uint64_t) s.seconds * 1000)) {
                 next += s.period_ms;
                 uint64_t n = now_ms();
+                /* --follow: a period ends halfway between two of steerd's
+                 * tick starts. The kernel's counters move continuously;
+                 * these move a period at a time, so an interval of steerd's
+                 * that took in none or two of them read a cgroup's use as 0
+                 * or twice what it was (a swing of +-40% that made steerd
+                 * read every thread of half the busy cgroups every tick). */
+                uint64_t tick = follow ? last_tick_ms(follow) : 0;
+                if (tick > 0 && tick + 2 * (uint64_t) s.period_ms > n) {
+                        uint64_t at = tick + (uint64_t) s.period_ms / 2;
+                        while (at <= n)
+                                at += (uint64_t) s.period_ms;
+                        next = at;
+                        s.followed++;
+                }
                 if (next > n)
                         usleep((useconds_t) (next - n) * 1000);
                 else
@@ -950,13 +994,14 @@ int main(int argc, char **argv) {
                 "\"recomposed\": %llu, "
                 "\"migrations\": %llu, \"balance_moves\": %llu, \"over_llc_periods\": %llu, "
                 "\"cgroups_created\": %llu, \"cgroups_removed\": %llu, \"writes\": %llu, \"run_s\": %.1f, "
-                "\"wait_s\": %.1f}\n",
+                "\"wait_s\": %.1f, \"followed\": %llu}\n",
                 s.ncpus, s.nllcs, s.n_threads, (unsigned long long) s.periods, (now_ms() - t0) / 1000.0,
                 (unsigned long long) s.requests_read, (unsigned long long) s.request_errors,
                 (unsigned long long) s.cpuset_changes, (unsigned long long) s.recomposed,
                 (unsigned long long) s.migrations, (unsigned long long) s.balance_moves,
                 (unsigned long long) s.over_llc_periods, (unsigned long long) s.cgroups_created,
-                (unsigned long long) s.cgroups_removed, (unsigned long long) s.writes, s.run_s, s.wait_s);
+                (unsigned long long) s.cgroups_removed, (unsigned long long) s.writes, s.run_s, s.wait_s,
+                (unsigned long long) s.followed);
         if (out != stdout)
                 fclose(out);
         sim_free(&s);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "affinity-table.h"
@@ -100,38 +101,47 @@ static int thread_cgroup_cpus(const AffinityTable *t, pid_t tid, CpuSet *ret) {
         return -ENOENT;
 }
 
-/* status with its Cpus_allowed_list line replaced, written by rename so
- * that a reader sees the old file or the new one. */
+/* status with its Cpus_allowed_list line replaced, in place, as the
+ * simulated host writes it (and as the kernel changes /proc): a reader that
+ * keeps the file open (steerd --keep-open) sees the new mask. A shorter
+ * text is padded with blanks after its last line, so that no tail of the
+ * old one is left. */
 static int write_status(const AffinityTable *t, pid_t tid, const char *status, const char *list) {
         _cleanup_(freep) char *out = NULL;
-        char path[96], tmp[112];
+        _cleanup_(closep) int fd = -EBADF;
+        char path[96];
         const char *line = strstr(status, "Cpus_allowed_list:");
         const char *end;
-        int fd, n;
+        struct stat st;
+        int n;
 
         if (!line)
                 return -EBADMSG;
         end = strchrnul(line, '\n');
-        n = asprintf(&out, "%.*sCpus_allowed_list:\t%s%s", (int) (line - status), status, list, end);
-        if (n < 0)
-                return -ENOMEM;
         snprintf(path, sizeof(path), "proc/%d/task/%d/status", (int) tid, (int) tid);
-        snprintf(tmp, sizeof(tmp), "%s.steerd", path);
-        fd = openat(t->root->fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        fd = openat(t->root->fd, path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
-        if (write(fd, out, n) != n) {
-                int r = errno ? negative_errno() : -EIO;
-                close(fd);
-                (void) unlinkat(t->root->fd, tmp, 0);
-                return r;
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        /* Without the padding of an earlier write: it would grow at each. */
+        size_t end_len = strlen(end);
+        while (end_len > 0 && end[end_len - 1] == ' ')
+                end_len--;
+        n = asprintf(&out, "%.*sCpus_allowed_list:\t%s%.*s", (int) (line - status), status, list, (int) end_len,
+                     end);
+        if (n < 0)
+                return -ENOMEM;
+        if (st.st_size > n) {
+                char *padded = realloc(out, (size_t) st.st_size);
+                if (!padded)
+                        return -ENOMEM;
+                memset(padded + n, ' ', (size_t) (st.st_size - n));
+                out = padded;
+                n = (int) st.st_size;
         }
-        close(fd);
-        if (renameat(t->root->fd, tmp, t->root->fd, path) < 0) {
-                int r = negative_errno();
-                (void) unlinkat(t->root->fd, tmp, 0);
-                return r;
-        }
+        if (pwrite(fd, out, n, 0) != n)
+                return errno ? negative_errno() : -EIO;
         return 0;
 }
 

@@ -97,7 +97,7 @@ static int cgroup_pressure(Sampler *s, const SamplerCgroup *sc, CgroupSample *c)
 
 /* The thread's affinity into *ret: 1, 0 if it vanished or its status is
  * malformed (logged), or -errno. */
-static int thread_allowed(Sampler *s, const ThreadPrev *tp, pid_t tid, CpuSet *ret) {
+static int thread_allowed(Sampler *s, ThreadPrev *tp, pid_t tid, CpuSet *ret) {
         _cleanup_(freep) char *status = NULL;
         char path[96];
         int r;
@@ -115,7 +115,7 @@ static int thread_allowed(Sampler *s, const ThreadPrev *tp, pid_t tid, CpuSet *r
                 return 1;
         }
         snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int) tid, (int) tid);
-        r = sampler_read_file(s, path, &status);
+        r = thread_read_status(s, tp, path, &status);
         if (r < 0)
                 return sampler_vanished(r) ? 0 : r;
         if (thread_status_parse_cpus_allowed(status, DISPLAY(s, path), ret, NULL) < 0)
@@ -218,7 +218,11 @@ static int thread_to_sample(Sampler *s, const CgroupCache *cc, ThreadPrev *tp, C
  * 1 where every member is read (--once), in a small cgroup, and at the tick
  * its use moved, when every member is read at once. */
 static unsigned cgroup_turns(const Sampler *s, CgroupCache *cc) {
-        double before = cc->turns_usage, now = cc->usage_primed ? cc->usage : -1;
+        /* The last interval's use, not the smoothed: a phase that ends is
+         * one change, where the smoothed use decays over a dozen ticks and
+         * each tick of the decay moved it by more than the limit (on the
+         * simulated host, 8 busy cgroups a tick read whole for that). */
+        double before = cc->turns_usage, now = cc->usage_primed ? cc->usage_raw : -1;
         unsigned turns = (unsigned) MIN((cc->n_tids + SAMPLER_TURN_THREADS - 1) / SAMPLER_TURN_THREADS,
                                         (size_t) SAMPLER_TURN_MAX);
 

@@ -53,6 +53,10 @@ typedef struct ThreadPrev {
          * pread(). The descriptors pin the task: once it exits they give
          * ESRCH, never a reused tid's figures. -1 when not kept. */
         int stat_fd, schedstat_fd;
+        /* A fixture root kept open (sampler_keep_open()): its status, the
+         * mask's source, kept the same way, one read as sched_getaffinity()
+         * is one call on the live root. -1 when not kept. */
+        int status_fd;
         CpuSet allowed;          /* live: the mask at its last read, NULL */
         uint64_t read_us;        /* when its files were last read */
         unsigned interval, skip; /* idle back-off, in ticks */
@@ -109,6 +113,7 @@ typedef struct CgroupCache {
         bool have_usage;    /* usage_ns holds a reading */
         double turns_usage; /* usage when its threads were last read in turns, < 0: not */
         double usage;       /* capacity scale, smoothed; valid once usage_primed */
+        double usage_raw;   /* the same over the last interval alone */
         bool usage_primed;
         bool quiet; /* at the last sample: quiet, with settled members */
 
@@ -243,6 +248,9 @@ void thread_table_sort(ThreadTable *t);
  * costs. Fixture roots open it each time, unless sampler_keep_open() says
  * they are rewritten in place as /proc is. *fd is -EBADF after an error. */
 int sampler_read_kept(Sampler *s, int *fd, const char *path, char **ret);
+/* A thread's status through its kept descriptor (opened, and kept while
+ * the budget allows, on first use): a fixture root kept open. */
+int thread_read_status(Sampler *s, ThreadPrev *tp, const char *path, char **ret);
 
 /* Closes what the entries keep open and frees them. */
 void thread_prevs_free(Sampler *s, ThreadPrev *items, size_t n);

@@ -134,7 +134,7 @@ int usage_sample(Sampler *s, CgroupCache *cc, uint64_t now_us, bool sliced) {
                         return 0; /* -EAGAIN: no process has a rate yet */
                 raw = rate * SCHED_CAPACITY_SCALE;
                 if (!cc->usage_primed) {
-                        cc->usage = raw;
+                        cc->usage = cc->usage_raw = raw;
                         cc->usage_us = now_us;
                         cc->usage_primed = true;
                         return 0;
@@ -147,6 +147,7 @@ int usage_sample(Sampler *s, CgroupCache *cc, uint64_t now_us, bool sliced) {
                 return 0;
         double alpha = ewma_alpha(dt_us, s->settings.smoothing_half_life_ms * USEC_PER_MSEC);
         cc->usage = cc->usage_primed ? ewma_update(cc->usage, raw, alpha) : raw;
+        cc->usage_raw = raw;
         cc->usage_primed = true;
         return 0;
 }
