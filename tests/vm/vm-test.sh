@@ -775,7 +775,8 @@ t0=$SECONDS
 # Flapping as tests/t-flap.sh defines it: more than two changes of a ring's
 # mask within 10 s at a steady load. A group moved once to other cores (a
 # regrouping, the placement outgrown) is a decision, not a flap; each ring
-# must stay whole and placed at every look, and nothing may be given back.
+# must stay whole and placed at every look, and nothing else may be given
+# back.
 rings_settled() {
         local prev gmark changes=0
         rings_grouped "$WPID" || return 1
@@ -794,10 +795,19 @@ rings_settled() {
                 fi
         done
         SETTLED_LOG=$(journal_since "$gmark" | grep -F "cgroup /$WG" | grep -E "gave [1-9]|given back" | head -3 | paste -sd'|')
-        [ "$changes" -le 2 ] && [ -z "$SETTLED_LOG" ]
+        # A ring moved once (outgrown, regrouped) is logged as one "gave N
+        # back" line followed by its new pins: one such line is that
+        # decision; two or more, or a window or thread "given back", is
+        # the flapping this check catches (a CI guest run failed on the
+        # single line of a ring that outgrew one core and went to two, its
+        # masks changing twice in the 10 s).
+        local gave given
+        gave=$(grep -o "gave [1-9]" <<<"$SETTLED_LOG" | wc -l)
+        given=$(grep -o "given back" <<<"$SETTLED_LOG" | wc -l)
+        [ "$changes" -le 2 ] && [ "$gave" -le 1 ] && [ "$given" = 0 ]
 }
 if wait_for 40 rings_grouped "$WPID" && t_placed=$((SECONDS - t0)) && rings_settled; then
-        result PASS wake-groups-placed "two rings of 3 threads: $(ring_masks "$WPID") ($RINGS_HOW) within $t_placed s (were $WG_ORIG), whole for 10 s after with at most two changes ($SETTLED_MASKS), nothing given back meanwhile"
+        result PASS wake-groups-placed "two rings of 3 threads: $(ring_masks "$WPID") ($RINGS_HOW) within $t_placed s (were $WG_ORIG), whole for 10 s after with at most two changes ($SETTLED_MASKS), give-backs meanwhile: ${SETTLED_LOG:-none}"
 else
         result FAIL wake-groups-placed "ring masks $(ring_masks "$WPID") after $((SECONDS - t0)) s (were $WG_ORIG); over 10 s: ${SETTLED_MASKS:-never placed}; given back after placement: '${SETTLED_LOG:-}'; WakeSampling '$(wake_sampling)'; steerd: $(journal_since "$mark" | grep -E "wakes whom|steerdrings|group" | tail -5 | paste -sd'|')"
 fi
