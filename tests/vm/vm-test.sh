@@ -794,17 +794,25 @@ rings_settled() {
                         prev=$RING_MASKS
                 fi
         done
-        SETTLED_LOG=$(journal_since "$gmark" | grep -F "cgroup /$WG" | grep -E "gave [1-9]|given back" | head -3 | paste -sd'|')
+        local lines
+        lines=$(journal_since "$gmark" | grep -F "cgroup /$WG")
+        SETTLED_LOG=$(grep -E "gave [1-9]|given back" <<<"$lines" | head -3 | paste -sd'|')
         # A ring moved once (outgrown, regrouped) is logged as one "gave N
         # back" line followed by its new pins: one such line is that
-        # decision; two or more, or a window or thread "given back", is
-        # the flapping this check catches (a CI guest run failed on the
-        # single line of a ring that outgrew one core and went to two, its
-        # masks changing twice in the 10 s).
-        local gave given
+        # decision, and pins must follow it (a give-back with none after
+        # is a ring let go, as a window that left out its cores did).
+        # Two or more, or a window or thread "given back", is the flapping
+        # this check catches (a CI guest run failed on the single line of
+        # a ring that outgrew one core and went to two, its masks changing
+        # twice in the 10 s).
+        local gave given repinned=1
         gave=$(grep -o "gave [1-9]" <<<"$SETTLED_LOG" | wc -l)
         given=$(grep -o "given back" <<<"$SETTLED_LOG" | wc -l)
-        [ "$changes" -le 2 ] && [ "$gave" -le 1 ] && [ "$given" = 0 ]
+        if [ "$gave" = 1 ]; then
+                sed -n '/gave [1-9]/,$p' <<<"$lines" | grep -q "pinned [1-9]" || repinned=0
+                [ "$repinned" = 1 ] || SETTLED_LOG+=" (no pins after it)"
+        fi
+        [ "$changes" -le 2 ] && [ "$gave" -le 1 ] && [ "$given" = 0 ] && [ "$repinned" = 1 ]
 }
 if wait_for 40 rings_grouped "$WPID" && t_placed=$((SECONDS - t0)) && rings_settled; then
         result PASS wake-groups-placed "two rings of 3 threads: $(ring_masks "$WPID") ($RINGS_HOW) within $t_placed s (were $WG_ORIG), whole for 10 s after with at most two changes ($SETTLED_MASKS), give-backs meanwhile: ${SETTLED_LOG:-none}"

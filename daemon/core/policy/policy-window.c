@@ -47,7 +47,8 @@ typedef struct Slot {
         double background; /* util of everything but the windowed cgroups' threads */
         double assigned;   /* demand of the windows placed here so far */
         unsigned n_windows;
-        bool old; /* in the window being resized */
+        bool old;  /* in the window being resized */
+        bool keep; /* holds a pin of the cgroup's pairs or groups */
 } Slot;
 
 typedef struct Cand {
@@ -68,6 +69,8 @@ static int slot_cmp(const void *a, const void *b) {
         const Slot *x = *(Slot *const *) a, *y = *(Slot *const *) b;
         double lx, ly;
 
+        if (x->keep != y->keep)
+                return x->keep ? -1 : 1;
         if (x->old != y->old)
                 return x->old ? -1 : 1;
         if (x->n_windows != y->n_windows)
@@ -144,6 +147,7 @@ typedef struct LlcWork {
         Slot **order;  /* scratch, n_slots */
         Slot **chosen; /* scratch, n_slots */
         CpuSet mask, scratch;
+        CpuSet talkers; /* the candidate's pair and group pins (talker_cpus()) */
 } LlcWork;
 
 /* What a window needs: CPUs for the LLC's scan and for the demand with
@@ -220,6 +224,7 @@ static size_t choose_cores(LlcWork *w, const Cand *cand, hwloc_const_bitmap_t ba
                 if (!hwloc_bitmap_intersects(slot->cpus, base))
                         continue;
                 slot->old = cand->held && hwloc_bitmap_intersects(slot->cpus, cand->c->window.mask);
+                slot->keep = hwloc_bitmap_intersects(slot->cpus, w->talkers);
                 w->order[n_order++] = slot;
         }
         if (n_order == 0)
@@ -231,8 +236,10 @@ static size_t choose_cores(LlcWork *w, const Cand *cand, hwloc_const_bitmap_t ba
                 Slot *slot = w->order[s];
                 bool enough = cpus >= size->need_cpus && cores >= size->need_cores;
 
-                /* Outside overload a window may grow but not shrink. */
-                if (enough && !(slot->old && !overloaded))
+                /* Outside overload a window may grow but not shrink; it
+                 * never leaves out a core its pairs and groups are pinned
+                 * on (keep slots come first). */
+                if (enough && !slot->keep && !(slot->old && !overloaded))
                         break;
                 hwloc_bitmap_and(w->scratch, slot->cpus, base);
                 hwloc_bitmap_or(w->mask, w->mask, w->scratch);
@@ -241,7 +248,7 @@ static size_t choose_cores(LlcWork *w, const Cand *cand, hwloc_const_bitmap_t ba
                 w->chosen[n_chosen++] = slot;
         }
         for (size_t s = 0; s < w->n_slots; s++)
-                w->slots[s].old = false;
+                w->slots[s].old = w->slots[s].keep = false;
 
         *ret_cpus = cpus;
         *ret_cores = cores;
@@ -377,6 +384,12 @@ static void window_reason(const PolicyCtx *ctx, const LlcWork *w, const Cand *ca
                         w->dom->label, llc->nr_idle_scan, policy_llc_overloaded(llc) ? "< half of" : "of",
                         llc->weight, llc->util, cand->demand, MAX(ctx->settings->window_headroom, 0.0) * 100,
                         size->demand_cpus, size->share_cpus, size->scan_cpus, size->need_cores, cores, cpus);
+        if (!hwloc_bitmap_iszero(w->talkers)) {
+                char buf[CPUSET_STRLEN];
+                size_t len = strlen(reason);
+                snprintf(reason + len, n - len, "; holds its pairs' and groups' pins on %s",
+                         cpuset_to_string(w->talkers, buf, sizeof(buf)));
+        }
 }
 
 static int set_window(PolicyCtx *ctx, LlcWork *w, const Cand *cand, const WindowSize *size, size_t n_chosen,
@@ -410,6 +423,21 @@ static int set_window(PolicyCtx *ctx, LlcWork *w, const Cand *cand, const Window
         return 0;
 }
 
+/* The CPUs its pairs' and groups' pins hold: a window placed or resized
+ * around them would leave a placed ring outside the cgroup's CPUs, and the
+ * fixup would give it back (seen in the guest: a window of 4-5 over rings
+ * pinned on 6 and 7, a ring given back, placed again, given back). A
+ * single thread's sticky pin is not kept: it only follows where the thread
+ * last ran, which the window decides better. */
+static void talker_cpus(const CgroupState *c, CpuSet ret) {
+        hwloc_bitmap_zero(ret);
+        for (size_t k = 0; k < c->sample->n_threads; k++) {
+                const ThreadState *t = c->by_sample[k];
+                if (t && t->pin.mask && (t->pair_tid || t->group_lead))
+                        hwloc_bitmap_or(ret, ret, t->pin.mask);
+        }
+}
+
 /* Chooses the window of one cgroup and sets it, or keeps the old one. */
 static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
         CgroupState *c = cand->c;
@@ -423,6 +451,7 @@ static int place(PolicyCtx *ctx, LlcWork *w, const Cand *cand) {
         hwloc_bitmap_and(base, policy_cgroup_below_window(c), c->sample->allowed);
         hwloc_bitmap_and(base, base, ctx->online);
         hwloc_bitmap_and(cur, policy_cgroup_effective(c), ctx->online);
+        talker_cpus(c, w->talkers);
 
         window_size(ctx, w->llc, cand, cur, &size);
         n_chosen = choose_cores(w, cand, base, &size, &cpus, &cores);
@@ -625,6 +654,7 @@ static void llc_work_done(LlcWork *w) {
         free(w->chosen);
         hwloc_bitmap_free(w->mask);
         hwloc_bitmap_free(w->scratch);
+        hwloc_bitmap_free(w->talkers);
         *w = (LlcWork){};
 }
 
@@ -641,7 +671,8 @@ static int llc_work_init(const PolicyCtx *ctx, const WindowDomain *dom, LlcWork 
         w.chosen = calloc(MAX(w.n_slots, (size_t) 1), sizeof(Slot *));
         w.mask = hwloc_bitmap_alloc();
         w.scratch = hwloc_bitmap_alloc();
-        if (!w.slots || !w.order || !w.chosen || !w.mask || !w.scratch)
+        w.talkers = hwloc_bitmap_alloc();
+        if (!w.slots || !w.order || !w.chosen || !w.mask || !w.scratch || !w.talkers)
                 return -ENOMEM;
         w.n_slots = 0;
         for (size_t k = 0; k < ctx->n_cores; k++)
