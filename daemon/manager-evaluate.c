@@ -79,10 +79,10 @@ static int add_eval(Manager *m, const char *cgroup, uint64_t now_us) {
         e->seen = true;
         m->evals[m->n_evals++] = e;
         log_struct(LOG_INFO, STEERD_MESSAGE_TRIAL,
-                   "Cgroup %s: evaluated for good (Evaluate=auto): one hands-off block of %.0f s in %u, "
-                   "steering "
-                   "turned off if it hurts by more than %.1f%%",
-                   cgroup, st->evaluate_block_ms / 1e3, st->evaluate_duty, st->harm_percent);
+                   "Cgroup %s: evaluated for good (Evaluate=auto): one hands-off block of %.0f s in %u "
+                   "(in 2 until %d pairs are in), steering turned off if it hurts by more than %.1f%%",
+                   cgroup, st->evaluate_block_ms / 1e3, st->evaluate_duty, EVALUATE_MIN_PAIRS,
+                   st->harm_percent);
         return 0;
 }
 
@@ -213,11 +213,12 @@ int manager_evaluation_explain(const Manager *m, const char *cgroup, uint64_t no
                              ev->retry_at_us > now_us ? (ev->retry_at_us - now_us) / 1e6 : 0.0);
         else
                 r = asprintf(&t,
-                             "Evaluate=auto: steering on, one hands-off block of %.0f s in %u (%s now); %s; "
-                             "turned "
-                             "off %u time%s so far",
-                             ev->block_us / 1e6, ev->duty, evaluate_hands_off(ev) ? "hands-off" : "steered",
-                             est, ev->times_off, ev->times_off == 1 ? "" : "s");
+                             "Evaluate=auto: steering on, one hands-off block of %.0f s in %u%s (%s now); %s; "
+                             "turned off %u time%s so far",
+                             ev->block_us / 1e6, ev->cycle,
+                             ev->cycle < ev->duty ? " (the fast start, until 4 pairs are in)" : "",
+                             evaluate_hands_off(ev) ? "hands-off" : "steered", est, ev->times_off,
+                             ev->times_off == 1 ? "" : "s");
         if (r < 0)
                 return -ENOMEM;
         *ret = t;

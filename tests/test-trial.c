@@ -459,7 +459,7 @@ static void test_counter_values(void **unused) {
 static unsigned run_evaluation(Evaluation *e, double effect, unsigned max_cycles, uint64_t *now,
                                uint64_t *rng) {
         for (unsigned cycle = 1; cycle <= max_cycles; cycle++)
-                for (unsigned blk = 0; blk < e->duty; blk++) {
+                for (unsigned blk = 0, len = e->cycle; blk < len; blk++) {
                         bool off = evaluate_hands_off(e), measured = evaluate_measured(e);
                         assert_int_equal(off, blk == e->off_pos);
                         *now += e->block_us / 2;
@@ -473,7 +473,7 @@ static unsigned run_evaluation(Evaluation *e, double effect, unsigned max_cycles
                         bool turned_off;
                         assert_int_equal(evaluate_end_block(e, *now, measured, v, &turned_off), 0);
                         if (turned_off) {
-                                assert_int_equal(blk, e->duty - 1); /* only at a cycle's end */
+                                assert_int_equal(blk, len - 1); /* only at a cycle's end */
                                 return cycle;
                         }
                 }
@@ -487,13 +487,25 @@ static void test_evaluate_schedule(void **unused) {
         assert_int_equal(evaluate_init(&e, 1, SEC, 0.02, 3600 * SEC, 1, 0), -EINVAL);
         assert_int_equal(evaluate_init(&e, 8, 0, 0.02, 3600 * SEC, 1, 0), -EINVAL);
         assert_int_equal(evaluate_init(&e, 8, SEC, 0, 3600 * SEC, 1, 0), -EINVAL);
+        unsigned fast_first[2] = {};
         for (uint64_t seed = 0; seed < 400; seed++) {
-                assert_int_equal(evaluate_init(&e, 8, 10 * SEC, 0.02, 3600 * SEC, seed, 0), 0);
+                uint64_t now = 0, rng = seed;
+                /* A harm margin no noise reaches: the schedule alone. */
+                assert_int_equal(evaluate_init(&e, 8, 10 * SEC, 0.5, 3600 * SEC, seed, 0), 0);
+                /* The fast start: two blocks a cycle, either first. */
+                assert_int_equal(e.cycle, 2);
+                assert_true(e.off_pos + e.pair_pos == 1);
+                fast_first[e.off_pos]++;
+                assert_int_equal(run_evaluation(&e, 1.0, EVALUATE_MIN_PAIRS, &now, &rng), 0);
+                assert_int_equal(e.n_logs, EVALUATE_MIN_PAIRS);
+                assert_int_equal(now, EVALUATE_MIN_PAIRS * 2 * 10 * SEC);
+                assert_int_equal(e.cycle, 8);
                 assert_in_range(e.off_pos, 1, 7);
                 assert_in_range(e.pair_pos, 0, 7);
                 assert_true(e.pair_pos + 1 == e.off_pos || e.pair_pos == e.off_pos + 1);
                 at[e.off_pos]++;
         }
+        assert_true(fast_first[0] > 150 && fast_first[1] > 150);
         /* Never first, every other place taken. */
         assert_int_equal(at[0], 0);
         for (unsigned i = 1; i < 8; i++)
@@ -509,6 +521,8 @@ static void test_evaluate_harm(void **unused) {
 
         assert_int_equal(evaluate_init(&e, 8, 10 * SEC, 0.02, 3600 * SEC, 42, now), 0);
         assert_int_equal(run_evaluation(&e, 1.25, 50, &now, &rng), EVALUATE_MIN_PAIRS);
+        /* In the fast start: 4 pairs of blocks, not 4 cycles of 8. */
+        assert_int_equal(now, EVALUATE_MIN_PAIRS * 2 * 10 * SEC);
         assert_true(e.off && e.has_estimate && e.estimate.ci_low > 1.02);
         assert_true(evaluate_hands_off(&e));
         assert_false(evaluate_measured(&e));
@@ -520,11 +534,33 @@ static void test_evaluate_harm(void **unused) {
         assert_false(e.off);
         assert_int_equal(e.n_logs, 0);
         assert_int_equal(e.times_off, 1);
+        assert_int_equal(e.cycle, 2); /* judged afresh, fast again */
         now += 3600 * SEC;
         /* The load changed: steering helps now, and stays on. */
         assert_int_equal(run_evaluation(&e, 0.8, 40, &now, &rng), 0);
         assert_true(e.has_estimate && e.estimate.ci_high < 1);
         assert_int_equal(e.n_logs, EVALUATE_WINDOW_PAIRS);
+}
+
+/* Blocks that cannot be measured (no thread ran) end the fast start
+ * after EVALUATE_FAST_CYCLES all the same: not half hands-off for good. */
+static void test_evaluate_fast_start_bounded(void **unused) {
+        Evaluation e;
+        uint64_t now = 0;
+        bool turned_off;
+
+        assert_int_equal(evaluate_init(&e, 8, 10 * SEC, 0.02, 3600 * SEC, 3, now), 0);
+        for (unsigned cycle = 0; cycle < EVALUATE_FAST_CYCLES; cycle++) {
+                assert_int_equal(e.cycle, 2);
+                for (unsigned blk = 0; blk < 2; blk++) {
+                        now += 10 * SEC;
+                        (void) evaluate_tick(&e, now);
+                        assert_int_equal(evaluate_end_block(&e, now, false, 0, &turned_off), 0);
+                        assert_false(turned_off);
+                }
+        }
+        assert_int_equal(e.n_logs, 0);
+        assert_int_equal(e.cycle, 8);
 }
 
 /* No effect, or harm within the margin: steering stays on. */
@@ -548,6 +584,7 @@ int main(void) {
                 cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_store_interrupt_restart),
                 cmocka_unit_test(test_counter_values),    cmocka_unit_test(test_evaluate_schedule),
                 cmocka_unit_test(test_evaluate_harm),     cmocka_unit_test(test_evaluate_no_harm),
+                cmocka_unit_test(test_evaluate_fast_start_bounded),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,10 @@
  * Blocks follow each other in cycles of `duty` blocks: one of them, at a
  * random place (never the first, so that it follows a steered block), is
  * hands-off; one steered block next to it (before or after, at random) is
- * its pair. Only those two are measured, both on their second half (the
+ * its pair. A fast start comes first (and after each back-off): cycles of
+ * two blocks, one of each in a random order, until EVALUATE_MIN_PAIRS
+ * pairs are in (at most EVALUATE_FAST_CYCLES), so that a harmful opt-in is
+ * found in 4 x 2 blocks (4 min at 30 s), not 4 x duty (16 min at 8). Only those two are measured, both on their second half (the
  * first is settling; equal halves compare fairly), by the cgroup's
  * run-queue delay per time slice (lower is better). Each cycle gives one
  * log-ratio; the last EVALUATE_WINDOW_PAIRS make the estimate (stats.h).
@@ -28,6 +31,8 @@
 #define EVALUATE_WINDOW_PAIRS 16
 /* Fewest pairs before a verdict can turn steering off. */
 #define EVALUATE_MIN_PAIRS 4
+/* The fast start's most cycles of two blocks (start_cycle()). */
+#define EVALUATE_FAST_CYCLES (2 * EVALUATE_MIN_PAIRS)
 
 typedef enum EvaluateStep {
         EVALUATE_STEP_NONE,
@@ -42,6 +47,8 @@ typedef struct Evaluation {
         double harm; /* 0.02 = 2% */
         uint64_t rng;
 
+        unsigned cycle;      /* blocks in this cycle: 2 in the fast start, else duty */
+        unsigned fast_left;  /* cycles the fast start may still take */
         unsigned pos;      /* the block in force, within the cycle */
         unsigned off_pos;  /* the cycle's hands-off block */
         unsigned pair_pos; /* its steered pair */
