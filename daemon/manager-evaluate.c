@@ -212,13 +212,14 @@ int manager_evaluation_explain(const Manager *m, const char *cgroup, uint64_t no
                              ev->harm * 100, est, (now_us - ev->off_since_us) / 1e6,
                              ev->retry_at_us > now_us ? (ev->retry_at_us - now_us) / 1e6 : 0.0);
         else
-                r = asprintf(&t,
-                             "Evaluate=auto: steering on, one hands-off block of %.0f s in %u%s (%s now); %s; "
-                             "turned off %u time%s so far",
-                             ev->block_us / 1e6, ev->cycle,
-                             ev->cycle < ev->duty ? " (the fast start, until 4 pairs are in)" : "",
-                             evaluate_hands_off(ev) ? "hands-off" : "steered", est, ev->times_off,
-                             ev->times_off == 1 ? "" : "s");
+                r = asprintf(
+                        &t,
+                        "Evaluate=auto: steering on, one hands-off block of %.0f s in %u%s (%s now); %s; "
+                        "turned off %u time%s so far",
+                        ev->block_us / 1e6, ev->cycle,
+                        ev->cycle < ev->duty ? " (the fast start, until 4 pairs are in)" : "",
+                        evaluate_hands_off(ev) ? "hands-off" : "steered", est, ev->times_off,
+                        ev->times_off == 1 ? "" : "s");
         if (r < 0)
                 return -ENOMEM;
         *ret = t;

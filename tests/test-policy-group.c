@@ -26,7 +26,7 @@ typedef struct World {
         PolicyState *state;
         Settings st;
         unsigned tick;
-        CpuSet cg_cpus;       /* the cgroup's CPUs as the plans set them; NULL: every CPU */
+        CpuSet cg_cpus;        /* the cgroup's CPUs as the plans set them; NULL: every CPU */
         double background[64]; /* util of other cgroups' threads on each CPU */
 } World;
 

@@ -577,13 +577,20 @@ static void test_evaluate_no_harm(void **unused) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_schedule),          cmocka_unit_test(test_new_refuses),
-                cmocka_unit_test(test_settling),          cmocka_unit_test(test_settling_short),
-                cmocka_unit_test(test_stream_helps),      cmocka_unit_test(test_stream_hurts),
-                cmocka_unit_test(test_stream_null),       cmocka_unit_test(test_verdict_text),
-                cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_store_interrupt_restart),
-                cmocka_unit_test(test_counter_values),    cmocka_unit_test(test_evaluate_schedule),
-                cmocka_unit_test(test_evaluate_harm),     cmocka_unit_test(test_evaluate_no_harm),
+                cmocka_unit_test(test_schedule),
+                cmocka_unit_test(test_new_refuses),
+                cmocka_unit_test(test_settling),
+                cmocka_unit_test(test_settling_short),
+                cmocka_unit_test(test_stream_helps),
+                cmocka_unit_test(test_stream_hurts),
+                cmocka_unit_test(test_stream_null),
+                cmocka_unit_test(test_verdict_text),
+                cmocka_unit_test(test_record_round_trip),
+                cmocka_unit_test(test_store_interrupt_restart),
+                cmocka_unit_test(test_counter_values),
+                cmocka_unit_test(test_evaluate_schedule),
+                cmocka_unit_test(test_evaluate_harm),
+                cmocka_unit_test(test_evaluate_no_harm),
                 cmocka_unit_test(test_evaluate_fast_start_bounded),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,15 @@
 #   3. cost: steerd's CPU time over equal windows with a trial running and
 #      without one, the same light load, alternated pairs: a trial adds at
 #      most 0.05% of one CPU.
+#   4. harm: a setting that makes steering hurt (stickiness with its limits
+#      off: every thread pinned where it last ran, never let go, no guard)
+#      on perf bench sched messaging: a trial says "worse"; opted in again
+#      with Evaluate=auto at its defaults, steering is off within 10 min;
+#      then msg's run time there against a cgroup never opted in, runs
+#      alternated: within 2%.
+#   5. an application's metric: a trial of a small service on 127.0.0.1
+#      (tests/tools/latency-service.py), judged by its request latency
+#      histogram's p99 over http, reports on that metric.
 #
 #   tests/bench/trials.sh [--quick] [--out DIR] [--calibration N] [--power N]
 #
@@ -40,6 +49,8 @@ usage: tests/bench/trials.sh [OPTIONS]
   --power N          power trials (default 5; --quick 1)
   --bench-pairs N    pairs of the benchmark's own pipe ratio (default 5; --quick 2)
   --cost N           cost pairs (default 12; --quick 2)
+  --harm-pairs N     msg runs per arm once Evaluate=auto turned steering off
+                     (default 20; --quick 4)
   --no-build         use the binaries already in the build folder
   --build-dir DIR    the build folder (default build-bench; implies --no-build)
   -h, --help         this text
@@ -47,7 +58,7 @@ EOF
 }
 
 ARGS_SEEN="$*"
-QUICK=0 OUT='' N_CAL='' N_POW='' N_PAIRS='' N_COST='' DO_BUILD=1
+QUICK=0 OUT='' N_CAL='' N_POW='' N_PAIRS='' N_COST='' N_HARM='' DO_BUILD=1
 BUILD_DIR=$BENCH_TOP/build-bench
 while [ $# -gt 0 ]; do
         case $1 in
@@ -57,6 +68,7 @@ while [ $# -gt 0 ]; do
         --power) N_POW=${2:-}; shift ;;
         --bench-pairs) N_PAIRS=${2:-}; shift ;;
         --cost) N_COST=${2:-}; shift ;;
+        --harm-pairs) N_HARM=${2:-}; shift ;;
         --no-build) DO_BUILD=0 ;;
         --build-dir) BUILD_DIR=${2:?--build-dir needs a folder}; DO_BUILD=0; shift ;;
         -h | --help) usage; exit 0 ;;
@@ -64,26 +76,38 @@ while [ $# -gt 0 ]; do
         esac
         shift
 done
-for v in N_CAL N_POW N_PAIRS N_COST; do
+for v in N_CAL N_POW N_PAIRS N_COST N_HARM; do
         [ -z "${!v}" ] || [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { say "'${!v}' is not a positive number"; usage >&2; exit 2; }
 done
 
 # ---- sizes (docs/BENCHMARKS.md "Trials" has the arithmetic) ----
 if [ "$QUICK" = 1 ]; then
-        : "${N_CAL:=3}" "${N_POW:=1}" "${N_PAIRS:=2}" "${N_COST:=2}"
+        : "${N_CAL:=3}" "${N_POW:=1}" "${N_PAIRS:=2}" "${N_COST:=2}" "${N_HARM:=4}"
         CAL_BLOCK=2 CAL_DURATION=12  # 2 readiness blocks + 2 pairs
+        HARM_BLOCK=3 HARM_DURATION=18 # the harm trial: 2 readiness blocks + 2 pairs
+        EVAL_BLOCK_MS=3000 EVAL_WAIT=120 # Evaluate=auto's blocks (the default is 30 s); the longest wait
+        APP_BLOCK=2 APP_DURATION=12
         POW_BLOCK=3 POW_DURATION=20  # 2 readiness blocks + 2 pairs
         PIPE_LOOPS=300000            # one benchmark run of pipe
         COST_WINDOW=10 COST_BLOCK=2  # s of steerd's CPU time per arm; the cost trial's blocks
 else
-        : "${N_CAL:=20}" "${N_POW:=5}" "${N_PAIRS:=5}" "${N_COST:=12}"
+        : "${N_CAL:=20}" "${N_POW:=5}" "${N_PAIRS:=5}" "${N_COST:=12}" "${N_HARM:=20}"
         CAL_BLOCK=5 CAL_DURATION=60  # 2 readiness blocks + 5 pairs
+        HARM_BLOCK=10 HARM_DURATION=120 # 2 readiness blocks + 5 pairs
+        EVAL_BLOCK_MS='' EVAL_WAIT=600 # Evaluate=auto at its defaults; the target's 10 min
+        APP_BLOCK=5 APP_DURATION=60
         POW_BLOCK=10 POW_DURATION=120 # 2 readiness blocks + 5 pairs
         PIPE_LOOPS=1000000
         COST_WINDOW=15 COST_BLOCK=5
 fi
 CAL_TARGET_MAX=$((N_CAL * 2 / 20)) # "at most 2 of 20" for N trials
 COST_TARGET_PCT=0.05               # % of one CPU a running trial may add
+HARM_TARGET=0.02                   # steering off: msg within 2% of a cgroup never opted in
+# The harmful setting: stickiness with its limits off (every thread pinned
+# where it last ran after one quiet tick, whatever its CPU's load and wait,
+# never released, the guard's threshold out of reach, no groups).
+HARM_POLICY=${STEERD_TRIALS_HARM_POLICY:-StickyIdlePercent=100 StickyMaxWaitPercent=100 StickyTicks=1 StickyMinWakeups=0 StickyReleasePercent=100 StickyMaxPinsPerTick=1000 WakeGroups=no GuardPercent=1000}
+MSG=(perf bench sched messaging -t -g 1 -l 2000) # msg of the full report
 CAL_THREADS=2 CAL_DUTY=30          # the calibration and cost load: 0.6 CPU of steerd-test-load
 OUT=${OUT:-$BENCH_DIR/results/trials}
 
@@ -168,6 +192,9 @@ start_private_bus "$TMP" "" || { cp "$TMP/bus.log" "$LOGS/" 2>/dev/null; die "db
 NAME=sbench-trials-$$
 CAL=$NAME-cal   # the A/A and cost cgroup (policy balanced, a light load)
 PIPE=$NAME-pipe # the power cgroup (policy latency, perf bench sched pipe)
+HARM=$NAME-harm # the harm cgroup (msg under the harmful setting)
+BASE=$NAME-base # msg never opted in: the hands-off baseline of the harm row
+APP=$NAME-app   # the application-metric cgroup (latency-service.py)
 mkcg() {
         mkdir "$CGROOT/$1" || die "cannot create cgroup $CGROOT/$1"
         CGROUPS+=("$CGROOT/$1")
@@ -185,6 +212,9 @@ in_cg() {
 }
 mkcg "$CAL"
 mkcg "$PIPE"
+mkcg "$HARM"
+mkcg "$BASE"
+mkcg "$APP"
 
 cat >"$TMP/steerd.conf" <<EOF
 [Manager]
@@ -273,6 +303,10 @@ log_lines() { wc -l <"$LOGS/steerd.log"; }
         echo "power=$N_POW trials of $POW_DURATION s in blocks of $POW_BLOCK s"
         echo "bench=$N_PAIRS pairs of perf bench sched pipe -l $PIPE_LOOPS"
         echo "cost=$N_COST pairs of $COST_WINDOW s windows, the trial's blocks $COST_BLOCK s"
+        echo "harm_policy=$HARM_POLICY"
+        echo "harm=a trial of $HARM_DURATION s in blocks of $HARM_BLOCK s; Evaluate=auto blocks ${EVAL_BLOCK_MS:-30000 (default)} ms, waited up to $EVAL_WAIT s; $N_HARM msg runs per arm"
+        echo "msg=${MSG[*]}"
+        echo "app=a trial of $APP_DURATION s in blocks of $APP_BLOCK s of latency-service.py by its p99"
         echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/meta.txt"
 
@@ -375,15 +409,90 @@ for i in $(seq "$N_PAIRS"); do
 done
 ctl mode latency
 ctl opt-out "/$PIPE"
+
+# ---- 5. an application's metric: a service's latency histogram over http ----
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+in_cg "$APP" python3 "$BENCH_TOP/tests/tools/latency-service.py" "$PORT" --workers 4 --rate 300 --work-us 1000 \
+        >"$LOGS/service.log" 2>&1
+for _ in $(seq 50); do grep -q ready "$LOGS/service.log" && break; sleep 0.1; done
+grep -q ready "$LOGS/service.log" || die "the latency service did not start: $(cat "$LOGS/service.log")"
+ctl opt-in "/$APP"
+say "application metric: a trial of $APP_DURATION s (blocks of $APP_BLOCK s) of latency-service.py by its p99"
+TRIAL_DURATION=$APP_DURATION
+trial_run "$REC/app.json" --duration "${APP_DURATION}s" --block "${APP_BLOCK}s" \
+        --metric "http://127.0.0.1:$PORT/metrics#app_request_duration_seconds@p99" "/$APP"
+say "  app: $(trial_line "$REC/app.json")"
+cg_kill "$CGROOT/$APP"
+ctl opt-out "/$APP"
+
+# ---- 4. harm: a setting that hurts, a trial that says so, auto that stops it ----
+{ echo "[Policy]"; tr ' ' '\n' <<<"$HARM_POLICY"; } >>"$TMP/steerd.conf"
+[ -z "$EVAL_BLOCK_MS" ] || sed -i "s/^\[Manager\]$/[Manager]\nEvaluateBlockMs=$EVAL_BLOCK_MS/" "$TMP/steerd.conf"
+cp "$TMP/steerd.conf" "$OUT/steerd-harm.conf"
+ctl reload
+msg_loop() { # CGROUP: msg over and over, in the background
+        # shellcheck disable=SC2016 # expanded by that sh
+        in_cg "$1" sh -c 'while :; do "$@" >/dev/null 2>&1 || exit; done' sh "${MSG[@]}"
+}
+ctl opt-in "/$HARM"
+msg_loop "$HARM"
+sleep 2
+say "harm: a trial of $HARM_DURATION s (blocks of $HARM_BLOCK s) of msg under $HARM_POLICY"
+TRIAL_DURATION=$HARM_DURATION
+from=$(log_lines)
+trial_run "$REC/harm.json" --duration "${HARM_DURATION}s" --block "${HARM_BLOCK}s" "/$HARM"
+log_actions "$HARM" $((from + 1)) >"$OUT/harm-actions.log"
+say "  harm trial: $(trial_line "$REC/harm.json") ($(wc -l <"$OUT/harm-actions.log") action lines)"
+ctl opt-out "/$HARM"
+sleep 1
+ctl opt-in --evaluate "/$HARM"
+t_eval=$(date +%s%N)
+off_s='' ex=''
+for _ in $(seq "$EVAL_WAIT"); do
+        sleep 1
+        ex=$("$STEERCTL" explain "/$HARM" 2>/dev/null | grep "Evaluate=auto")
+        if grep -q "steering is OFF" <<<"$ex"; then
+                off_s=$(awk -v a="$t_eval" -v b="$(date +%s%N)" 'BEGIN {printf "%.0f", (b - a) / 1e9}')
+                break
+        fi
+done
+echo "${off_s:-never} ${ex}" >"$OUT/harm-auto.txt"
+say "  Evaluate=auto: steering off after ${off_s:-more than $EVAL_WAIT} s: ${ex:-no evaluation}"
+cg_kill "$CGROOT/$HARM"
+echo "pair,order,arm,total_s" >"$OUT/harm.csv"
+if [ -n "$off_s" ]; then
+        # msg with steering off (opted in, Evaluate=auto turned it off) and
+        # in a cgroup never opted in, alternated, one run each a pair.
+        say "harm: $N_HARM pairs of msg runs, steering off / never opted in"
+        for i in $(seq "$N_HARM"); do
+                if [ $((i % 2)) = 1 ]; then arms="$HARM $BASE"; else arms="$BASE $HARM"; fi
+                k=0
+                for cg in $arms; do
+                        k=$((k + 1))
+                        sh -c 'echo $$ >"$1/'"$TASKS"'" && shift && exec "$@"' sh "$CGROOT/$cg" "${MSG[@]}" \
+                                >"$LOGS/msg-$i-$k.txt" 2>&1 || die "msg failed: $(tail -3 "$LOGS/msg-$i-$k.txt")"
+                        t=$(awk '/Total time/ {print $3; exit}' "$LOGS/msg-$i-$k.txt")
+                        [ -n "$t" ] || die "no Total time in $LOGS/msg-$i-$k.txt"
+                        arm=off
+                        [ "$cg" = "$BASE" ] && arm=never
+                        echo "$i,$k,$arm,$t" >>"$OUT/harm.csv"
+                done
+        done
+        ex=$("$STEERCTL" explain "/$HARM" 2>/dev/null | grep "Evaluate=auto")
+        grep -q "steering is OFF" <<<"$ex" || say "warning: steering of /$HARM came back on during the runs: $ex"
+        echo "after the runs: $ex" >>"$OUT/harm-auto.txt"
+fi
+ctl opt-out "/$HARM"
 END=$(date +%s)
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/meta.txt"
 echo "elapsed_s=$((END - START))" >>"$OUT/meta.txt"
 
 # ---- the summary ----
-python3 - "$OUT" "$RATIO_CI" "$CAL_TARGET_MAX" "$COST_TARGET_PCT" "$POW_DURATION" <<'EOF'
+python3 - "$OUT" "$RATIO_CI" "$CAL_TARGET_MAX" "$COST_TARGET_PCT" "$POW_DURATION" "$HARM_TARGET" "$EVAL_WAIT" <<'EOF'
 import csv, glob, json, math, os, subprocess, sys
 
 out, ratio_ci, cal_max, cost_target, pow_duration = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+harm_target, eval_wait = float(sys.argv[6]), int(sys.argv[7])
 meta = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(out, "meta.txt")) if "=" in l)
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
@@ -548,6 +657,54 @@ cost_res["status"] = st
 res["cost"] = cost_res
 rows.append(("3. cost: a running trial adds at most %.2f%% of one CPU to steerd" % cost_target, fig, st))
 
+# ---- 4. harm ----
+hj = dict(load("harm.json")).get("harm.json")
+if hj and hj.get("estimate"):
+    st = "met" if hj["verdict"] == "worse" else "missed"
+    fig = "%s: latency steered / hands-off %s, %d pairs" % (hj["verdict"], est(hj), hj["estimate"]["pairs"])
+else:
+    st, fig = "can't tell", "no estimate (%s)" % (hj.get("state") if hj else "no record")
+rows.append(("4. harm: a trial of msg under a harmful setting says worse", fig, st))
+auto_txt = open(os.path.join(out, "harm-auto.txt")).read().split("\n") if os.path.exists(os.path.join(out, "harm-auto.txt")) else [""]
+first = auto_txt[0].split(" ", 1)
+off_s = int(first[0]) if first[0].isdigit() else None
+fig = ("steering off %d s after the opt-in" % off_s) if off_s is not None else "not off within %d s" % eval_wait
+if len(first) > 1 and first[1]:
+    fig += " (%s)" % first[1].strip().replace("|", "/")
+st = "met" if off_s is not None and off_s <= 600 else "missed"
+rows.append(("4b. Evaluate=auto turns steering of it off within 10 min", fig, st))
+hr = list(csv.DictReader(open(os.path.join(out, "harm.csv")))) if os.path.exists(os.path.join(out, "harm.csv")) else []
+hp = {}
+for r in hr:
+    hp.setdefault(r["pair"], {})[r["arm"]] = float(r["total_s"])
+hpairs = [(v["off"], v["never"]) for v in hp.values() if "off" in v and "never" in v]
+hratio = ratio_tool(hpairs, "--lower-is-better") if len(hpairs) >= 2 else None
+if hratio and hratio.get("ci_low") is not None:
+    if hratio["ci_low"] >= 1 - harm_target and hratio["ci_high"] <= 1 + harm_target:
+        st = "met"
+    elif hratio["ci_low"] > 1 + harm_target or hratio["ci_high"] < 1 - harm_target:
+        st = "missed"
+    else:
+        st = "can't tell"
+    fig = "msg run time, steering off / never opted in: %s (%d pairs)" % (iv(hratio), len(hpairs))
+else:
+    st, fig = "can't tell", "no measurement (%d pairs)" % len(hpairs)
+rows.append(("4c. steering off: msg within %.0f%% of a cgroup never opted in" % (100 * harm_target), fig, st))
+res["harm"] = {"trial": hj, "off_after_s": off_s, "auto": auto_txt, "pairs": hpairs, "ratio": hratio, "status": st}
+
+# ---- 5. application metric ----
+aj = dict(load("app.json")).get("app.json")
+if aj:
+    blocks = aj.get("blocks", [])
+    with_metric = sum(1 for b in blocks if isinstance(b.get("metric"), (int, float)) and b["metric"] > 0)
+    ok = aj.get("primary") == "metric" and aj.get("state") == "done" and blocks and with_metric == len(blocks)
+    fig = "judged by %s: %s %s; %d of %d blocks carry the p99" % (aj.get("primary"), aj.get("verdict"), est(aj), with_metric, len(blocks))
+    st = "met" if ok else "missed"
+else:
+    st, fig = "missed", "no record"
+rows.append(("5. a trial of a loopback service reports on its latency histogram (p99)", fig, st))
+res["app"] = {"record": aj, "status": st}
+
 L.append("## Targets")
 L.append("")
 L.append("| target | figure (95% interval) | verdict |")
@@ -596,7 +753,25 @@ L.append("|---|---|---|---|")
 for k, (a, b) in enumerate(cpairs, 1):
     L.append("| %d | %.4f | %.4f | %+.4f |" % (k, a, b, a - b))
 L.append("")
-L.append("Files: records/*.json (every trial's record, steerctl trial --show --json), pipe.csv, cost.csv, meta.txt, steerd.conf, logs/ (steerd's log, the pipe runs).")
+L.append("## 4. Harm: msg under a setting that hurts, and Evaluate=auto")
+L.append("")
+L.append("`" + meta.get("msg", "") + "` in a loop in a cgroup opted in with policy latency while steerd runs with `" + meta.get("harm_policy", "") + "` (steerd-harm.conf): stickiness with its limits off. " + meta.get("harm", "") + ". The runs of 4c alternate between the cgroup (opted in, Evaluate=auto having turned steering off) and a cgroup never opted in, with the same CPUs.")
+L.append("")
+if hj:
+    L.append("The trial: %s. Actions on the cgroup during it: harm-actions.log." % hj.get("verdict_text", "").replace("|", "/"))
+    L.append("")
+if hpairs:
+    L.append("| pair | steering off (s) | never opted in (s) | ratio |")
+    L.append("|---|---|---|---|")
+    for k, (a, b) in enumerate(hpairs, 1):
+        L.append("| %d | %.3f | %.3f | %.3f |" % (k, a, b, a / b))
+    L.append("")
+L.append("## 5. An application's metric")
+L.append("")
+if aj:
+    L.append("latency-service.py (4 workers, 300 requests/s of 1 ms each) in a cgroup opted in with policy latency, the trial judged by `app_request_duration_seconds@p99` read over http from 127.0.0.1: %s." % aj.get("verdict_text", "").replace("|", "/"))
+    L.append("")
+L.append("Files: records/*.json (every trial's record, steerctl trial --show --json), pipe.csv, cost.csv, harm.csv, harm-auto.txt, harm-actions.log, meta.txt, steerd.conf, steerd-harm.conf, logs/ (steerd's log, the pipe and msg runs, the service).")
 text = "\n".join(L) + "\n"
 open(os.path.join(out, "summary.md"), "w").write(text)
 json.dump(res, open(os.path.join(out, "summary.json"), "w"), indent=1)

@@ -10,13 +10,14 @@
  * its pair. A fast start comes first (and after each back-off): cycles of
  * two blocks, one of each in a random order, until EVALUATE_MIN_PAIRS
  * pairs are in (at most EVALUATE_FAST_CYCLES), so that a harmful opt-in is
- * found in 4 x 2 blocks (4 min at 30 s), not 4 x duty (16 min at 8). Only those two are measured, both on their second half (the
- * first is settling; equal halves compare fairly), by the cgroup's
- * run-queue delay per time slice (lower is better). Each cycle gives one
- * log-ratio; the last EVALUATE_WINDOW_PAIRS make the estimate (stats.h).
- * When its interval lies above 1 + harm (stats_verdict() WORSE), steering
- * is turned off: the cgroup is hands-off until retry_us later, when
- * steering and the evaluation start afresh.
+ * found in 4 x 2 blocks (4 min at 30 s), not 4 x duty (16 min at 8).
+ * Only those two are measured, both on their second half (the first is
+ * settling; equal halves compare fairly), by the cgroup's run-queue delay
+ * per time slice (lower is better). Each cycle gives one log-ratio; the
+ * last EVALUATE_WINDOW_PAIRS make the estimate (stats.h). When its
+ * interval lies above 1 + harm (stats_verdict() WORSE), steering is turned
+ * off: the cgroup is hands-off until retry_us later, when steering and the
+ * evaluation start afresh.
  *
  * What it costs: one block in `duty` forgoes whatever steering gains; that
  * and the two reads of a measured block are all. Pure: the manager reads the
@@ -47,11 +48,11 @@ typedef struct Evaluation {
         double harm; /* 0.02 = 2% */
         uint64_t rng;
 
-        unsigned cycle;      /* blocks in this cycle: 2 in the fast start, else duty */
-        unsigned fast_left;  /* cycles the fast start may still take */
-        unsigned pos;      /* the block in force, within the cycle */
-        unsigned off_pos;  /* the cycle's hands-off block */
-        unsigned pair_pos; /* its steered pair */
+        unsigned cycle;     /* blocks in this cycle: 2 in the fast start, else duty */
+        unsigned fast_left; /* cycles the fast start may still take */
+        unsigned pos;       /* the block in force, within the cycle */
+        unsigned off_pos;   /* the cycle's hands-off block */
+        unsigned pair_pos;  /* its steered pair */
         uint64_t block_start_us;
         bool measuring;
         bool has[_TRIAL_ARM_MAX];
