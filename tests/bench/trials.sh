@@ -705,6 +705,13 @@ else:
 rows.append(("5. a trial of a loopback service reports on its latency histogram (p99)", fig, st))
 res["app"] = {"record": aj, "status": st}
 
+def pairs_table(head_a, head_b, pairs, fmt):
+    L.append("| pair | %s | %s | ratio |" % (head_a, head_b))
+    L.append("|---|---|---|---|")
+    for k, (a, b) in enumerate(pairs, 1):
+        L.append(("| %d | " + fmt + " | " + fmt + " | %.3f |") % (k, a, b, a / b))
+    L.append("")
+
 L.append("## Targets")
 L.append("")
 L.append("| target | figure (95% interval) | verdict |")
@@ -739,11 +746,7 @@ if bp:
     L.append("The benchmark's own ratio (%s, in the same cgroup, steerd in mode latency / mode observe, the order alternated): ops/s %s, %s." % (
         meta.get("bench", ""), iv(bench), bench["verdict"] if bench else "n/a"))
     L.append("")
-    L.append("| pair | latency ops/s | observe ops/s | ratio |")
-    L.append("|---|---|---|---|")
-    for k, (a, b) in enumerate(bp, 1):
-        L.append("| %d | %.0f | %.0f | %.3f |" % (k, a, b, a / b))
-    L.append("")
+    pairs_table("latency ops/s", "observe ops/s", bp, "%.0f")
 L.append("## 3. Cost: steerd's CPU time with a trial running")
 L.append("")
 L.append("The calibration cgroup's light load; windows of equal wall time, a trial running (stopped after the window) or none, alternated (" + meta.get("cost", "") + "). steerd's CPU from its threads' schedstat (ns); /proc/PID/stat utime+stime counts clock ticks of 1/%s s, too coarse for 0.05%%, shown as a cross-check." % (cost[0]["clk_tck"] if cost else "?"))
@@ -761,11 +764,7 @@ if hj:
     L.append("The trial: %s. Actions on the cgroup during it: harm-actions.log." % hj.get("verdict_text", "").replace("|", "/"))
     L.append("")
 if hpairs:
-    L.append("| pair | steering off (s) | never opted in (s) | ratio |")
-    L.append("|---|---|---|---|")
-    for k, (a, b) in enumerate(hpairs, 1):
-        L.append("| %d | %.3f | %.3f | %.3f |" % (k, a, b, a / b))
-    L.append("")
+    pairs_table("steering off (s)", "never opted in (s)", hpairs, "%.3f")
 L.append("## 5. An application's metric")
 L.append("")
 if aj:
