@@ -58,6 +58,29 @@ static void test_t975(void **state) {
         assert_true(t == 42);
 }
 
+/* Pooled with a prior: the variance is (ss + prior_ss) / (n - 1 + df) at
+ * t975(n - 1 + df); no prior is the plain estimate. */
+static void test_pooled(void **state) {
+        (void) state;
+        static const double logs[] = {0.56, 0.55};
+        RatioEstimate e, plain;
+
+        assert_int_equal(stats_log_ratios(logs, 2, &plain), 0);
+        assert_int_equal(stats_log_ratios_pooled(logs, 2, 0, 0, &e), 0);
+        assert_close(e.half_width_log, plain.half_width_log, 1e-15);
+        /* ss 0.00005, prior 0.3136 (one readiness difference of 0.56):
+         * sd sqrt(0.31365 / 2), half-width 4.303 * sd / sqrt(2). */
+        assert_int_equal(stats_log_ratios_pooled(logs, 2, 0.56 * 0.56, 1, &e), 0);
+        assert_close(e.mean_log, 0.555, 1e-12);
+        assert_close(e.sd_log, sqrt(0.31365 / 2), 1e-12);
+        assert_close(e.half_width_log, 4.303 * sqrt(0.31365 / 2) / sqrt(2), 1e-12);
+        assert_true(e.ci_low < 1 && plain.ci_low > 1.5);
+        assert_int_equal(stats_log_ratios_pooled(logs, 2, -1, 1, &e), -EINVAL);
+        assert_int_equal(stats_log_ratios_pooled(logs, 2, 0.1, 0, &e), -EINVAL);
+        assert_int_equal(stats_log_ratios_pooled(logs, 2, INFINITY, 1, &e), -EINVAL);
+        assert_int_equal(stats_log_ratios_pooled(logs, 1, 0.1, 1, &e), -EINVAL);
+}
+
 static void test_known_sample(void **state) {
         /* Mean 0.015; squared deviations sum to 0.0042, sd = sqrt(0.0042/7);
          * half-width 2.365 * sd / sqrt(8) (t975 at df 7). */
@@ -460,12 +483,13 @@ static void test_verdict_effect(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_t975),       cmocka_unit_test(test_known_sample),
-                cmocka_unit_test(test_two_pairs),  cmocka_unit_test(test_fifty_pairs),
-                cmocka_unit_test(test_skewed),     cmocka_unit_test(test_constant),
-                cmocka_unit_test(test_invalid),    cmocka_unit_test(test_symmetry),
-                cmocka_unit_test(test_verdict),    cmocka_unit_test(test_target),
-                cmocka_unit_test(test_more_pairs), cmocka_unit_test(test_verdict_effect),
+                cmocka_unit_test(test_t975),           cmocka_unit_test(test_known_sample),
+                cmocka_unit_test(test_two_pairs),      cmocka_unit_test(test_fifty_pairs),
+                cmocka_unit_test(test_skewed),         cmocka_unit_test(test_constant),
+                cmocka_unit_test(test_invalid),        cmocka_unit_test(test_symmetry),
+                cmocka_unit_test(test_pooled),         cmocka_unit_test(test_verdict),
+                cmocka_unit_test(test_target),         cmocka_unit_test(test_more_pairs),
+                cmocka_unit_test(test_verdict_effect),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -294,6 +294,49 @@ static void test_stream_null(void **unused) {
         }
 }
 
+/* Sets a whole trial's figures by hand: the readiness blocks' latency,
+ * then each pair's hands-off latency and its steered one at ratio x. */
+static void set_blocks(Trial *t, double ready0, double ready1, const double *ho, const double *x) {
+        for (size_t i = 0; i < t->n_blocks; i++) {
+                TrialBlock *b = &t->blocks[i];
+                double v = i == 0 ? ready0 : i == 1 ? ready1 : ho[(i - TRIAL_READINESS_BLOCKS) / 2];
+                if (b->arm == TRIAL_ARM_STEERED)
+                        v *= x[(i - TRIAL_READINESS_BLOCKS) / 2];
+                b->ended = true;
+                b->values = (TrialValues){};
+                b->values.has[TRIAL_SIGNAL_LATENCY] = true;
+                b->values.v[TRIAL_SIGNAL_LATENCY] = v;
+        }
+}
+
+/* Two pairs that happen to agree, on a host whose hands-off blocks differ
+ * by 75% (an A/A trial of trials.sh said "hurts by 75% [55%, 98%]"): the
+ * readiness blocks' difference is pooled into the noise, and the verdict
+ * is can't tell. The same pairs after readiness blocks that agree keep
+ * their verdict: a real effect is not hidden. */
+static void test_readiness_pooled(void **unused) {
+        _cleanup_(trial_freep) Trial *t = new_trial(6 * 2, 2, 7);
+        static const double ho[] = {35.4, 50.3}, x[] = {1.766, 1.732};
+        TrialVerdict v;
+        RatioEstimate alone;
+
+        assert_int_equal(t->n_blocks, 6);
+        set_blocks(t, 79.9, 45.7, ho, x);
+        assert_int_equal(trial_verdict(t, &v), 0);
+        assert_int_equal(v.pairs, 2);
+        assert_int_equal(v.verdict, STATS_VERDICT_CANT_TELL);
+        assert_true(v.e.ci_low < 1 && v.e.ci_high > 3);
+        /* The pairs alone claim far more. */
+        double logs[] = {log(x[0]), log(x[1])};
+        assert_int_equal(stats_log_ratios(logs, 2, &alone), 0);
+        assert_true(alone.ci_low > 1.4);
+
+        set_blocks(t, 45.0, 45.5, ho, x);
+        assert_int_equal(trial_verdict(t, &v), 0);
+        assert_int_equal(v.verdict, STATS_VERDICT_WORSE);
+        assert_true(v.e.ci_low > 1.02 && v.e.ci_low <= 1.75 && 1.75 <= v.e.ci_high);
+}
+
 static void test_verdict_text(void **unused) {
         _cleanup_(trial_freep) Trial *t = new_trial(6 * 10, 10, 3);
         TrialVerdict v;
@@ -585,6 +628,7 @@ int main(void) {
                 cmocka_unit_test(test_stream_hurts),
                 cmocka_unit_test(test_stream_null),
                 cmocka_unit_test(test_verdict_text),
+                cmocka_unit_test(test_readiness_pooled),
                 cmocka_unit_test(test_record_round_trip),
                 cmocka_unit_test(test_store_interrupt_restart),
                 cmocka_unit_test(test_counter_values),

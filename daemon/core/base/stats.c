@@ -42,12 +42,14 @@ static double log_ratio(const double *logs, const double *a, const double *b, si
 }
 
 /* Both entry points in one pass over either form of input, so that pairs
- * need no temporary array of their logs. */
-static int estimate(const double *logs, const double *a, const double *b, size_t n, RatioEstimate *ret) {
+ * need no temporary array of their logs. prior_ss, prior_df: squared
+ * deviations known from elsewhere, pooled into the variance. */
+static int estimate(const double *logs, const double *a, const double *b, size_t n, double prior_ss,
+                    unsigned prior_df, RatioEstimate *ret) {
         double shift, sum = 0, ss = 0, mean, sd, t, hw, ratio, lo, hi;
         int r;
 
-        if (n < 2 || n - 1 > UINT32_MAX)
+        if (n < 2 || n - 1 > UINT32_MAX - prior_df)
                 return -EINVAL;
 
         /* Sums of the differences to the first value: a constant series then
@@ -62,9 +64,9 @@ static int estimate(const double *logs, const double *a, const double *b, size_t
                 double dev = log_ratio(logs, a, b, i) - shift - sum / (double) n;
                 ss += dev * dev;
         }
-        sd = sqrt(ss / (double) (n - 1));
+        sd = sqrt((ss + prior_ss) / (double) (n - 1 + prior_df));
 
-        r = stats_t975((unsigned) (n - 1), &t);
+        r = stats_t975((unsigned) (n - 1 + prior_df), &t);
         if (r < 0)
                 return r;
         hw = t * sd / sqrt((double) n);
@@ -94,7 +96,18 @@ int stats_log_ratios(const double *logs, size_t n, RatioEstimate *ret) {
                 if (!isfinite(logs[i]))
                         return -EINVAL;
 
-        return estimate(logs, NULL, NULL, n, ret);
+        return estimate(logs, NULL, NULL, n, 0, 0, ret);
+}
+
+int stats_log_ratios_pooled(const double *logs, size_t n, double prior_ss, unsigned prior_df,
+                            RatioEstimate *ret) {
+        if (!logs || n < 2 || !isfinite(prior_ss) || prior_ss < 0 || (prior_df == 0 && prior_ss > 0))
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (!isfinite(logs[i]))
+                        return -EINVAL;
+
+        return estimate(logs, NULL, NULL, n, prior_ss, prior_df, ret);
 }
 
 int stats_paired_ratio(const double *a, const double *b, size_t n, RatioEstimate *ret) {
@@ -104,7 +117,7 @@ int stats_paired_ratio(const double *a, const double *b, size_t n, RatioEstimate
                 if (!isfinite(a[i]) || !isfinite(b[i]) || a[i] <= 0 || b[i] <= 0)
                         return -EINVAL;
 
-        return estimate(NULL, a, b, n, ret);
+        return estimate(NULL, a, b, n, 0, 0, ret);
 }
 
 static const char *const stats_verdict_table[_STATS_VERDICT_MAX] = {

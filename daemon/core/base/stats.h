@@ -49,6 +49,16 @@ typedef struct RatioEstimate {
  * written on success. A constant series has sd_log 0 and
  * ci_low == ci_high == ratio exactly. */
 int stats_log_ratios(const double *logs, size_t n, RatioEstimate *ret);
+/* The same, with prior_df more degrees of freedom of the pairs' noise known
+ * from elsewhere (their squared deviations summed in prior_ss) pooled into
+ * the variance: a trial's readiness blocks, two hands-off blocks whose
+ * log-ratio is one more draw of what a pair varies by when nothing
+ * differs. Without it two pairs that happen to agree give a hair-wide
+ * interval and a verdict (an A/A trial said "hurts by 75% [55%, 98%]"
+ * from 2 pairs while its readiness blocks differed by 75%). -EINVAL also
+ * for prior_ss < 0 or not finite, or prior_ss > 0 with prior_df 0. */
+int stats_log_ratios_pooled(const double *logs, size_t n, double prior_ss, unsigned prior_df,
+                            RatioEstimate *ret);
 /* The estimate of a/b from n pairs (a[i], b[i]). -EINVAL when n < 2 or any
  * value is not finite or <= 0; otherwise as stats_log_ratios(). */
 int stats_paired_ratio(const double *a, const double *b, size_t n, RatioEstimate *ret);

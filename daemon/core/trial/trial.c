@@ -254,8 +254,20 @@ static size_t pair_logs(const Trial *t, TrialSignal s, double *logs) {
         return n;
 }
 
+/* ln(second / first) of the two readiness blocks (both hands-off). */
+static int readiness_log(const Trial *t, TrialSignal s, double *ret) {
+        if (t->n_blocks < TRIAL_READINESS_BLOCKS)
+                return -ENODATA;
+        const TrialBlock *a = &t->blocks[0], *b = &t->blocks[1];
+        if (!a->ended || !b->ended || !a->values.has[s] || !b->values.has[s])
+                return -ENODATA;
+        *ret = log(b->values.v[s]) - log(a->values.v[s]);
+        return isfinite(*ret) ? 0 : -ERANGE;
+}
+
 int trial_estimate(const Trial *t, TrialSignal s, RatioEstimate *ret, size_t *ret_pairs) {
         _cleanup_(freep) double *logs = NULL;
+        double d;
 
         if (s < 0 || s >= _TRIAL_SIGNAL_MAX)
                 return -EINVAL;
@@ -267,18 +279,22 @@ int trial_estimate(const Trial *t, TrialSignal s, RatioEstimate *ret, size_t *re
                 *ret_pairs = n;
         if (n < 2)
                 return -ENODATA;
+        /* The readiness blocks' difference is one draw of a pair's noise
+         * with no effect in it (each pair's log-ratio and it are both the
+         * difference of two blocks): pooled in, it keeps a few pairs that
+         * happen to agree from claiming a precision the host does not
+         * have. */
+        if (readiness_log(t, s, &d) >= 0)
+                return stats_log_ratios_pooled(logs, n, d * d, 1, ret);
         return stats_log_ratios(logs, n, ret);
 }
 
 int trial_readiness_noise(const Trial *t, double *ret) {
-        TrialSignal s = t->spec.primary;
-
-        if (t->n_blocks < TRIAL_READINESS_BLOCKS)
-                return -ENODATA;
-        const TrialBlock *a = &t->blocks[0], *b = &t->blocks[1];
-        if (!a->ended || !b->ended || !a->values.has[s] || !b->values.has[s])
-                return -ENODATA;
-        *ret = fabs(log(b->values.v[s]) - log(a->values.v[s]));
+        double d;
+        int r = readiness_log(t, t->spec.primary, &d);
+        if (r < 0)
+                return r;
+        *ret = fabs(d);
         return 0;
 }
 
