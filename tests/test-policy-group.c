@@ -208,11 +208,12 @@ static void test_two_pingpongs_two_pairs(void **unused) {
  * saturated CPUs hackbench's threads run long batches, they do not "talk"
  * by StickyPairWakeups). Pinned StickyMaxPinsPerTick a tick, a group over
  * several ticks; each group ends on one CPU, two groups a CPU. */
-/* Two rings placed on a core each, then the LLC overloads around them,
- * with the rings' cores busier with other work than the rest: the window
- * the cgroup gets holds the rings' cores, so that no ring is left outside
- * it and given back (seen in the guest: a window of 4-5 over rings on 6
- * and 7, a ring given back, placed again, given back again). */
+/* Two rings of a cgroup placed on a core each, and a busy worker of it
+ * that talks to no one; then the LLC overloads around them, with the
+ * rings' cores busier with other work than the rest: the window the cgroup
+ * gets (for its worker) holds the rings' cores, so that no ring is left
+ * outside it and given back (seen in the guest: a window of 4-5 over rings
+ * on 6 and 7, a ring given back, placed again, given back again). */
 static void test_window_keeps_placed_rings(void **unused) {
         (void) unused;
         World w;
@@ -221,6 +222,7 @@ static void test_window_keeps_placed_rings(void **unused) {
         world_init(&w, 1, 8);
         add_mesh(&w, 100, 3, 0, 100, 12000);
         add_mesh(&w, 110, 3, 3, 100, 12000);
+        w.m[w.n++] = (Member){.tid = 300, .cpu = 6, .util = 300, .wait = 400};
         (void) run(&w, w.st.sticky_ticks + 6, ACTION_SET_THREAD_CPUS);
         assert_true(together(&w, 0, 3, &a));
         assert_true(together(&w, 3, 3, &b));
@@ -251,6 +253,41 @@ static void test_window_keeps_placed_rings(void **unused) {
         assert_string_equal(a, a2);
         assert_string_equal(b, b2);
         hwloc_bitmap_free(rings);
+        world_done(&w);
+}
+
+/* Rings placed on a core each and nothing else busy in the cgroup: the
+ * LLC overloads around them, and the cgroup gets no window (its threads
+ * are placed finer), and explain says why. */
+static void test_no_window_over_pinned_talkers(void **unused) {
+        (void) unused;
+        World w;
+        _cleanup_(freep) char *a = NULL, *b = NULL;
+
+        world_init(&w, 1, 8);
+        add_mesh(&w, 100, 3, 0, 100, 12000);
+        add_mesh(&w, 110, 3, 3, 100, 12000);
+        (void) run(&w, w.st.sticky_ticks + 6, ACTION_SET_THREAD_CPUS);
+        assert_true(together(&w, 0, 3, &a));
+        assert_true(together(&w, 3, 3, &b));
+        for (unsigned c = 0; c < 8; c++)
+                w.background[c] = 700;
+        for (unsigned t = 0; t < 40; t++) {
+                _cleanup_plan_ Plan *p = world_step(&w);
+                assert_int_equal(plan_count(p, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_WINDOW), 0);
+                for (size_t k = 0; k < p->n_actions; k++)
+                        assert_int_not_equal(p->actions[k].kind, ACTION_RESTORE);
+        }
+        _cleanup_(snapshot_freep) Snapshot *s = world_snapshot(&w);
+        assert_true(s->llcs[0].overloaded);
+        _cleanup_plan_ Plan *plan = decide_checked(s, &w.st, w.state);
+        _cleanup_(explanation_done) Explanation e = {};
+        assert_int_equal(policy_explain(s, &w.st, w.state, plan, CG, s->time_us, &e), 0);
+        bool said = false;
+        for (size_t i = 0; i < e.n; i++)
+                said |= streq(e.lines[i].topic, "window") &&
+                        strstr(e.lines[i].text, "pinned with its pair or group") != NULL;
+        assert_true(said);
         world_done(&w);
 }
 
@@ -598,6 +635,7 @@ int main(void) {
                 cmocka_unit_test(test_group_seen_by_turns_no_flap),
                 cmocka_unit_test(test_placed_group_seen_by_turns_held),
                 cmocka_unit_test(test_window_keeps_placed_rings),
+                cmocka_unit_test(test_no_window_over_pinned_talkers),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

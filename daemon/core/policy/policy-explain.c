@@ -263,6 +263,10 @@ static int explain_window_gate(Explanation *e, const Snapshot *snap, const Setti
                 return say(e, "window",
                            "no window: one process, and the kernel's cache-aware scheduling keeps its "
                            "threads in one LLC itself");
+        case WINDOW_GATE_TALKERS_PINNED:
+                return say(e, "window",
+                           "no window: every busy thread of it is pinned with its pair or group (placed "
+                           "finer than a window)");
         case WINDOW_GATE_HELD:
         case WINDOW_GATE_CANDIDATE:
         case WINDOW_GATE_CONSOLIDATE:

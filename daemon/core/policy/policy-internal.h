@@ -82,10 +82,10 @@ typedef struct ThreadState {
         uint64_t moved_us; /* the last set_* that could move it (residency) */
         Departure left;    /* its last balance move */
         uint64_t home_idle_since_us; /* its home held and itself idle at every look since; 0: not */
-        unsigned streak;   /* sticky: consecutive quiet ticks on streak_unit */
-        int streak_unit;   /* core index (or CPU with StickyScope=cpu) of the streak */
-        int pin_unit;      /* the unit whose util releases the pin */
-        bool pin_unit_cpu; /* pin_unit is a CPU, not a core */
+        unsigned streak;             /* sticky: consecutive quiet ticks on streak_unit */
+        int streak_unit;             /* core index (or CPU with StickyScope=cpu) of the streak */
+        int pin_unit;                /* the unit whose util releases the pin */
+        bool pin_unit_cpu;           /* pin_unit is a CPU, not a core */
         /* A pair pin: the partner pinned with it (0: pinned alone, or not a
          * pair). On the lower tid of a candidate pair: the partner it was
          * seen with and for how many ticks in a row. */
@@ -150,14 +150,16 @@ typedef enum WindowGate {
         WINDOW_GATE_SMALL_LLC,  /* the LLC is smaller than MinLLCCPUs */
         WINDOW_GATE_CALM,       /* the LLC is calm: windows widen back */
         WINDOW_GATE_NOT_OVERLOADED,
-        WINDOW_GATE_BALANCE_HOMES, /* balance moved some of its threads */
-        WINDOW_GATE_TOO_LIGHT,     /* less than a quarter of a CPU of work */
-        WINDOW_GATE_SPREAD,        /* under half of its work in its home LLC */
-        WINDOW_GATE_NOT_HERE,      /* none of its CPUs in its home LLC */
-        WINDOW_GATE_HELD,          /* it holds a window there */
-        WINDOW_GATE_CANDIDATE,     /* it may get one: placed if the plan says so */
-        WINDOW_GATE_CONSOLIDATE,   /* below overload, it may get a consolidation window */
-        WINDOW_GATE_KERNEL_CACHE,  /* one process, whose threads the kernel's cache-aware scheduling keeps together */
+        WINDOW_GATE_BALANCE_HOMES,  /* balance moved some of its threads */
+        WINDOW_GATE_TOO_LIGHT,      /* less than a quarter of a CPU of work */
+        WINDOW_GATE_SPREAD,         /* under half of its work in its home LLC */
+        WINDOW_GATE_NOT_HERE,       /* none of its CPUs in its home LLC */
+        WINDOW_GATE_HELD,           /* it holds a window there */
+        WINDOW_GATE_CANDIDATE,      /* it may get one: placed if the plan says so */
+        WINDOW_GATE_CONSOLIDATE,    /* below overload, it may get a consolidation window */
+        WINDOW_GATE_KERNEL_CACHE,   /* one process, whose threads the kernel's cache-aware scheduling keeps
+                                       together */
+        WINDOW_GATE_TALKERS_PINNED, /* every busy thread of it is pinned with its pair or group */
         _WINDOW_GATE_MAX,
 } WindowGate;
 

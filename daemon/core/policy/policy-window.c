@@ -510,6 +510,26 @@ static int consolidation_gate(const PolicyCtx *ctx, CgroupState *c, const Window
         return c->consolidate.gate == CONSOLIDATE_CANDIDATE ? WINDOW_GATE_CONSOLIDATE : none;
 }
 
+/* Every busy thread of the cgroup is pinned with its pair or group (and
+ * one at least is): they are placed finer than a window, which would add
+ * nothing but cpuset writes. Seen: perf bench sched pipe's pair on two
+ * CPUs, its pin reverted, a window of one CPU set and given back as
+ * outgrown 0.3 s later, again and again (its demand's share of the LLC
+ * moved with the window itself). */
+static bool busy_talkers_pinned(const CgroupState *c) {
+        bool any = false;
+
+        for (size_t k = 0; k < c->sample->n_threads; k++) {
+                const ThreadState *t = c->by_sample[k];
+                bool talker = t && t->pin.mask && (t->pair_tid || t->group_lead);
+                if (talker)
+                        any = true;
+                else if (c->sample->threads[k].util >= CONSOLIDATE_BUSY_UTIL)
+                        return false;
+        }
+        return any;
+}
+
 /* The gates of a new window, in one place: collect_cands() keeps the
  * candidates and held ones, policy_explain() says which gate stopped the
  * others. Returns the gate, or a negative errno. */
@@ -530,6 +550,9 @@ static int window_gate(const PolicyCtx *ctx, CgroupState *c, const WindowDomain 
                 return WINDOW_GATE_KERNEL_CACHE;
         if (!policy_llc_overloaded(llc))
                 return consolidation_gate(ctx, c, dom, h);
+        /* Below overload consolidation_gate() says the same (CONSOLIDATE_PINNED). */
+        if (busy_talkers_pinned(c))
+                return WINDOW_GATE_TALKERS_PINNED;
         if (policy_cgroup_holds_thread_homes(c))
                 return WINDOW_GATE_BALANCE_HOMES;
         if (policy_demand_too_light(h->demand))
