@@ -51,6 +51,8 @@ usage: tests/bench/trials.sh [OPTIONS]
   --cost N           cost pairs (default 12; --quick 2)
   --harm-pairs N     msg runs per arm once Evaluate=auto turned steering off
                      (default 20; --quick 4)
+  --only ROWS        run only these of calibration,cost,power,app,harm (comma
+                     separated; the summary leaves the others out)
   --no-build         use the binaries already in the build folder
   --build-dir DIR    the build folder (default build-bench; implies --no-build)
   -h, --help         this text
@@ -58,7 +60,7 @@ EOF
 }
 
 ARGS_SEEN="$*"
-QUICK=0 OUT='' N_CAL='' N_POW='' N_PAIRS='' N_COST='' N_HARM='' DO_BUILD=1
+QUICK=0 OUT='' N_CAL='' N_POW='' N_PAIRS='' N_COST='' N_HARM='' DO_BUILD=1 ONLY=''
 BUILD_DIR=$BENCH_TOP/build-bench
 while [ $# -gt 0 ]; do
         case $1 in
@@ -69,6 +71,7 @@ while [ $# -gt 0 ]; do
         --bench-pairs) N_PAIRS=${2:-}; shift ;;
         --cost) N_COST=${2:-}; shift ;;
         --harm-pairs) N_HARM=${2:-}; shift ;;
+        --only) ONLY=${2:?--only needs rows}; shift ;;
         --no-build) DO_BUILD=0 ;;
         --build-dir) BUILD_DIR=${2:?--build-dir needs a folder}; DO_BUILD=0; shift ;;
         -h | --help) usage; exit 0 ;;
@@ -76,6 +79,13 @@ while [ $# -gt 0 ]; do
         esac
         shift
 done
+for row in ${ONLY//,/ }; do
+        case $row in
+        calibration | cost | power | app | harm) ;;
+        *) say "'$row' is no row (calibration, cost, power, app, harm)"; usage >&2; exit 2 ;;
+        esac
+done
+want() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 for v in N_CAL N_POW N_PAIRS N_COST N_HARM; do
         [ -z "${!v}" ] || [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { say "'${!v}' is not a positive number"; usage >&2; exit 2; }
 done
@@ -298,6 +308,7 @@ log_lines() { wc -l <"$LOGS/steerd.log"; }
         echo "cgroup_root=$CGROOT"
         echo "llcs=$("$STEERD" --once --json --interval 50 --config /dev/null 2>/dev/null | python3 -c 'import json,sys; print(" ".join(l["cpus"] for l in json.load(sys.stdin)["llcs"]))' 2>/dev/null)"
         echo "quick=$QUICK"
+        echo "only=${ONLY:-all}"
         echo "calibration=$N_CAL trials of $CAL_DURATION s in blocks of $CAL_BLOCK s"
         echo "calibration_load=steerd-test-load --threads $CAL_THREADS --duty $CAL_DUTY"
         echo "power=$N_POW trials of $POW_DURATION s in blocks of $POW_BLOCK s"
@@ -315,184 +326,199 @@ log_lines() { wc -l <"$LOGS/steerd.log"; }
 # duty) that never overloads an LLC: steerd has nothing to do for the cgroup,
 # so its steered and hands-off blocks are the same and every "better" or
 # "worse" is a false alarm.
-ctl opt-in --policy balanced "/$CAL"
-# shellcheck disable=SC2016 # expanded by that sh
-in_cg "$CAL" sh -c 'printf "go\n" | exec "$0" --threads "$1" --duty "$2" --seconds 100000 >/dev/null' \
-        "$LOAD" "$CAL_THREADS" "$CAL_DUTY"
-sleep 2
-say "calibration: $N_CAL A/A trials of $CAL_DURATION s (blocks of $CAL_BLOCK s) of /$CAL"
-: >"$OUT/calibration-actions.log"
-TRIAL_DURATION=$CAL_DURATION
-for i in $(seq "$N_CAL"); do
-        from=$(log_lines)
-        f=$REC/calibration-$(printf %02d "$i").json
-        trial_run "$f" --duration "${CAL_DURATION}s" --block "${CAL_BLOCK}s" "/$CAL"
-        log_actions "$CAL" $((from + 1)) | sed "s/^/trial $i: /" >>"$OUT/calibration-actions.log"
-        say "  A/A $i/$N_CAL: $(trial_line "$f")"
-done
+if want calibration || want cost; then
+        ctl opt-in --policy balanced "/$CAL"
+        # shellcheck disable=SC2016 # expanded by that sh
+        in_cg "$CAL" sh -c 'printf "go\n" | exec "$0" --threads "$1" --duty "$2" --seconds 100000 >/dev/null' \
+                "$LOAD" "$CAL_THREADS" "$CAL_DUTY"
+        sleep 2
+        if want calibration; then
+                say "calibration: $N_CAL A/A trials of $CAL_DURATION s (blocks of $CAL_BLOCK s) of /$CAL"
+                : >"$OUT/calibration-actions.log"
+                TRIAL_DURATION=$CAL_DURATION
+                for i in $(seq "$N_CAL"); do
+                        from=$(log_lines)
+                        f=$REC/calibration-$(printf %02d "$i").json
+                        trial_run "$f" --duration "${CAL_DURATION}s" --block "${CAL_BLOCK}s" "/$CAL"
+                        log_actions "$CAL" $((from + 1)) | sed "s/^/trial $i: /" >>"$OUT/calibration-actions.log"
+                        say "  A/A $i/$N_CAL: $(trial_line "$f")"
+                done
+        fi
 
-# ---- 3. cost: steerd's CPU time with and without a running trial ----
-# The same light load in the same cgroup; windows of COST_WINDOW s, the arms
-# alternated (pair i: "none" first when i is odd). A trial's work happens at
-# its block ends (counters read, the record written, a bus signal): blocks of
-# COST_BLOCK s put several into every window.
-# cpu: "ns ticks" - steerd's CPU time, all threads (task/*/schedstat, ns)
-# and utime+stime of /proc/PID/stat (clock ticks).
-steerd_cpu() {
-        local ns ticks
-        ns=$(cat /proc/"$DAEMON"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}')
-        ticks=$(awk '{sub(/^.*\) /, ""); print $12 + $13}' /proc/"$DAEMON"/stat)
-        echo "$ns $ticks"
-}
-CLK_TCK=$(getconf CLK_TCK)
-say "cost: $N_COST pairs of $COST_WINDOW s windows, a trial running / none"
-echo "pair,order,arm,wall_ns,cpu_ns,cpu_ticks,clk_tck" >"$OUT/cost.csv"
-for i in $(seq "$N_COST"); do
-        if [ $((i % 2)) = 1 ]; then arms="none trial"; else arms="trial none"; fi
-        k=0
-        for arm in $arms; do
-                k=$((k + 1))
-                if [ "$arm" = trial ]; then
-                        trial_start --duration "$((COST_WINDOW + 60))s" --block "${COST_BLOCK}s" "/$CAL"
-                fi
-                sleep 1
-                read -r ns0 t0 <<<"$(steerd_cpu)"
-                w0=$(date +%s%N)
-                sleep "$COST_WINDOW"
-                read -r ns1 t1 <<<"$(steerd_cpu)"
-                w1=$(date +%s%N)
-                echo "$i,$k,$arm,$((w1 - w0)),$((ns1 - ns0)),$((t1 - t0)),$CLK_TCK" >>"$OUT/cost.csv"
-                if [ "$arm" = trial ]; then
-                        "$STEERCTL" trial --stop "/$CAL" >/dev/null 2>&1 || say "warning: the cost trial $TRIAL_ID had ended"
-                        "$STEERCTL" trial --show "$TRIAL_ID" --json >"$REC/cost-$(printf %02d "$i").json" 2>/dev/null
-                fi
-                say "  pair $i $arm: steerd $(awk -v c=$((ns1 - ns0)) -v w=$((w1 - w0)) 'BEGIN {printf "%.4f", 100 * c / w}')% of one CPU"
-        done
-done
-cg_kill "$CGROOT/$CAL"
-ctl opt-out "/$CAL"
+        if want cost; then
+                # ---- 3. cost: steerd's CPU time with and without a running trial ----
+                # The same light load in the same cgroup; windows of COST_WINDOW s, the arms
+                # alternated (pair i: "none" first when i is odd). A trial's work happens at
+                # its block ends (counters read, the record written, a bus signal): blocks of
+                # COST_BLOCK s put several into every window.
+                # cpu: "ns ticks" - steerd's CPU time, all threads (task/*/schedstat, ns)
+                # and utime+stime of /proc/PID/stat (clock ticks).
+                steerd_cpu() {
+                        local ns ticks
+                        ns=$(cat /proc/"$DAEMON"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}')
+                        ticks=$(awk '{sub(/^.*\) /, ""); print $12 + $13}' /proc/"$DAEMON"/stat)
+                        echo "$ns $ticks"
+                }
+                CLK_TCK=$(getconf CLK_TCK)
+                say "cost: $N_COST pairs of $COST_WINDOW s windows, a trial running / none"
+                echo "pair,order,arm,wall_ns,cpu_ns,cpu_ticks,clk_tck" >"$OUT/cost.csv"
+                for i in $(seq "$N_COST"); do
+                        if [ $((i % 2)) = 1 ]; then arms="none trial"; else arms="trial none"; fi
+                        k=0
+                        for arm in $arms; do
+                                k=$((k + 1))
+                                if [ "$arm" = trial ]; then
+                                        trial_start --duration "$((COST_WINDOW + 60))s" --block "${COST_BLOCK}s" "/$CAL"
+                                fi
+                                sleep 1
+                                read -r ns0 t0 <<<"$(steerd_cpu)"
+                                w0=$(date +%s%N)
+                                sleep "$COST_WINDOW"
+                                read -r ns1 t1 <<<"$(steerd_cpu)"
+                                w1=$(date +%s%N)
+                                echo "$i,$k,$arm,$((w1 - w0)),$((ns1 - ns0)),$((t1 - t0)),$CLK_TCK" >>"$OUT/cost.csv"
+                                if [ "$arm" = trial ]; then
+                                        "$STEERCTL" trial --stop "/$CAL" >/dev/null 2>&1 || say "warning: the cost trial $TRIAL_ID had ended"
+                                        "$STEERCTL" trial --show "$TRIAL_ID" --json >"$REC/cost-$(printf %02d "$i").json" 2>/dev/null
+                                fi
+                                say "  pair $i $arm: steerd $(awk -v c=$((ns1 - ns0)) -v w=$((w1 - w0)) 'BEGIN {printf "%.4f", 100 * c / w}')% of one CPU"
+                        done
+                done
+        fi
+        cg_kill "$CGROOT/$CAL"
+        ctl opt-out "/$CAL"
+fi
 
 # ---- 2. power: trials of perf bench sched pipe, judged by slices ----
-ctl opt-in "/$PIPE"
-say "power: $N_POW trials of $POW_DURATION s (blocks of $POW_BLOCK s) of pipe in /$PIPE, judged by slices"
-TRIAL_DURATION=$POW_DURATION
-for i in $(seq "$N_POW"); do
-        in_cg "$PIPE" sh -c 'while :; do perf bench sched pipe -l 1000000000 >/dev/null 2>&1 || exit; done'
-        sleep 2
-        f=$REC/power-$(printf %02d "$i").json
-        trial_run "$f" --duration "${POW_DURATION}s" --block "${POW_BLOCK}s" --metric slices "/$PIPE"
-        cg_kill "$CGROOT/$PIPE"
-        say "  power $i/$N_POW: $(trial_line "$f")"
-        sleep 1
-done
-
-# The benchmark's own ratio: pipe's ops/s with steerd in mode latency
-# (steered) / mode observe (unsteered; the mode change gives every mask
-# back), the order alternated per pair, each run a fresh pipe in /PIPE.
-say "benchmark: $N_PAIRS pairs of perf bench sched pipe -l $PIPE_LOOPS, mode latency / observe"
-echo "pair,order,mode,ops_per_s,usecs_per_op" >"$OUT/pipe.csv"
-for i in $(seq "$N_PAIRS"); do
-        if [ $((i % 2)) = 1 ]; then modes="latency observe"; else modes="observe latency"; fi
-        k=0
-        for mode in $modes; do
-                k=$((k + 1))
-                ctl mode "$mode"
+if want power; then
+        ctl opt-in "/$PIPE"
+        say "power: $N_POW trials of $POW_DURATION s (blocks of $POW_BLOCK s) of pipe in /$PIPE, judged by slices"
+        TRIAL_DURATION=$POW_DURATION
+        for i in $(seq "$N_POW"); do
+                in_cg "$PIPE" sh -c 'while :; do perf bench sched pipe -l 1000000000 >/dev/null 2>&1 || exit; done'
+                sleep 2
+                f=$REC/power-$(printf %02d "$i").json
+                trial_run "$f" --duration "${POW_DURATION}s" --block "${POW_BLOCK}s" --metric slices "/$PIPE"
+                cg_kill "$CGROOT/$PIPE"
+                say "  power $i/$N_POW: $(trial_line "$f")"
                 sleep 1
-                sh -c 'echo $$ >"$1/'"$TASKS"'" && exec perf bench sched pipe -l "$2"' sh "$CGROOT/$PIPE" "$PIPE_LOOPS" \
-                        >"$LOGS/pipe-$i-$mode.txt" 2>&1 || die "perf bench sched pipe failed: $(tail -3 "$LOGS/pipe-$i-$mode.txt")"
-                ops=$(awk '/ops\/sec/ {print $1; exit}' "$LOGS/pipe-$i-$mode.txt")
-                us=$(awk '/usecs\/op/ {print $1; exit}' "$LOGS/pipe-$i-$mode.txt")
-                [ -n "$ops" ] || die "no ops/sec in $LOGS/pipe-$i-$mode.txt"
-                echo "$i,$k,$mode,$ops,$us" >>"$OUT/pipe.csv"
-                say "  pair $i $mode: $ops ops/s"
         done
-done
-ctl mode latency
-ctl opt-out "/$PIPE"
 
-# ---- 5. an application's metric: a service's latency histogram over http ----
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-in_cg "$APP" python3 "$BENCH_TOP/tests/tools/latency-service.py" "$PORT" --workers 4 --rate 300 --work-us 1000 \
-        >"$LOGS/service.log" 2>&1
-for _ in $(seq 50); do grep -q ready "$LOGS/service.log" && break; sleep 0.1; done
-grep -q ready "$LOGS/service.log" || die "the latency service did not start: $(cat "$LOGS/service.log")"
-ctl opt-in "/$APP"
-say "application metric: a trial of $APP_DURATION s (blocks of $APP_BLOCK s) of latency-service.py by its p99"
-TRIAL_DURATION=$APP_DURATION
-trial_run "$REC/app.json" --duration "${APP_DURATION}s" --block "${APP_BLOCK}s" \
-        --metric "http://127.0.0.1:$PORT/metrics#app_request_duration_seconds@p99" "/$APP"
-say "  app: $(trial_line "$REC/app.json")"
-cg_kill "$CGROOT/$APP"
-ctl opt-out "/$APP"
-
-# ---- 4. harm: a setting that hurts, a trial that says so, auto that stops it ----
-{ echo "[Policy]"; tr ' ' '\n' <<<"$HARM_POLICY"; } >>"$TMP/steerd.conf"
-[ -z "$EVAL_BLOCK_MS" ] || sed -i "s/^\[Manager\]$/[Manager]\nEvaluateBlockMs=$EVAL_BLOCK_MS/" "$TMP/steerd.conf"
-cp "$TMP/steerd.conf" "$OUT/steerd-harm.conf"
-ctl reload
-msg_loop() { # CGROUP: msg over and over, in the background
-        # shellcheck disable=SC2016 # expanded by that sh
-        in_cg "$1" sh -c 'while :; do "$@" >/dev/null 2>&1 || exit; done' sh "${MSG[@]}"
-}
-ctl opt-in "/$HARM"
-msg_loop "$HARM"
-sleep 2
-say "harm: a trial of $HARM_DURATION s (blocks of $HARM_BLOCK s) of msg under $HARM_POLICY"
-TRIAL_DURATION=$HARM_DURATION
-from=$(log_lines)
-trial_run "$REC/harm.json" --duration "${HARM_DURATION}s" --block "${HARM_BLOCK}s" "/$HARM"
-log_actions "$HARM" $((from + 1)) >"$OUT/harm-actions.log"
-say "  harm trial: $(trial_line "$REC/harm.json") ($(wc -l <"$OUT/harm-actions.log") action lines)"
-ctl opt-out "/$HARM"
-sleep 1
-ctl opt-in --evaluate "/$HARM"
-t_eval=$(date +%s%N)
-off_s='' ex=''
-for _ in $(seq "$EVAL_WAIT"); do
-        sleep 1
-        ex=$("$STEERCTL" explain "/$HARM" 2>/dev/null | grep "Evaluate=auto")
-        if grep -q "steering is OFF" <<<"$ex"; then
-                off_s=$(awk -v a="$t_eval" -v b="$(date +%s%N)" 'BEGIN {printf "%.0f", (b - a) / 1e9}')
-                break
-        fi
-done
-echo "${off_s:-never} ${ex}" >"$OUT/harm-auto.txt"
-say "  Evaluate=auto: steering off after ${off_s:-more than $EVAL_WAIT} s: ${ex:-no evaluation}"
-cg_kill "$CGROOT/$HARM"
-echo "pair,order,arm,total_s" >"$OUT/harm.csv"
-if [ -n "$off_s" ]; then
-        # msg with steering off (opted in, Evaluate=auto turned it off) and
-        # in a cgroup never opted in, alternated, one run each a pair.
-        say "harm: $N_HARM pairs of msg runs, steering off / never opted in"
-        for i in $(seq "$N_HARM"); do
-                if [ $((i % 2)) = 1 ]; then arms="$HARM $BASE"; else arms="$BASE $HARM"; fi
+        # The benchmark's own ratio: pipe's ops/s with steerd in mode latency
+        # (steered) / mode observe (unsteered; the mode change gives every mask
+        # back), the order alternated per pair, each run a fresh pipe in /PIPE.
+        say "benchmark: $N_PAIRS pairs of perf bench sched pipe -l $PIPE_LOOPS, mode latency / observe"
+        echo "pair,order,mode,ops_per_s,usecs_per_op" >"$OUT/pipe.csv"
+        for i in $(seq "$N_PAIRS"); do
+                if [ $((i % 2)) = 1 ]; then modes="latency observe"; else modes="observe latency"; fi
                 k=0
-                for cg in $arms; do
+                for mode in $modes; do
                         k=$((k + 1))
-                        sh -c 'echo $$ >"$1/'"$TASKS"'" && shift && exec "$@"' sh "$CGROOT/$cg" "${MSG[@]}" \
-                                >"$LOGS/msg-$i-$k.txt" 2>&1 || die "msg failed: $(tail -3 "$LOGS/msg-$i-$k.txt")"
-                        t=$(awk '/Total time/ {print $3; exit}' "$LOGS/msg-$i-$k.txt")
-                        [ -n "$t" ] || die "no Total time in $LOGS/msg-$i-$k.txt"
-                        arm=off
-                        [ "$cg" = "$BASE" ] && arm=never
-                        echo "$i,$k,$arm,$t" >>"$OUT/harm.csv"
+                        ctl mode "$mode"
+                        sleep 1
+                        sh -c 'echo $$ >"$1/'"$TASKS"'" && exec perf bench sched pipe -l "$2"' sh "$CGROOT/$PIPE" "$PIPE_LOOPS" \
+                                >"$LOGS/pipe-$i-$mode.txt" 2>&1 || die "perf bench sched pipe failed: $(tail -3 "$LOGS/pipe-$i-$mode.txt")"
+                        ops=$(awk '/ops\/sec/ {print $1; exit}' "$LOGS/pipe-$i-$mode.txt")
+                        us=$(awk '/usecs\/op/ {print $1; exit}' "$LOGS/pipe-$i-$mode.txt")
+                        [ -n "$ops" ] || die "no ops/sec in $LOGS/pipe-$i-$mode.txt"
+                        echo "$i,$k,$mode,$ops,$us" >>"$OUT/pipe.csv"
+                        say "  pair $i $mode: $ops ops/s"
                 done
         done
-        ex=$("$STEERCTL" explain "/$HARM" 2>/dev/null | grep "Evaluate=auto")
-        grep -q "steering is OFF" <<<"$ex" || say "warning: steering of /$HARM came back on during the runs: $ex"
-        echo "after the runs: $ex" >>"$OUT/harm-auto.txt"
+        ctl mode latency
+        ctl opt-out "/$PIPE"
 fi
-ctl opt-out "/$HARM"
+
+# ---- 5. an application's metric: a service's latency histogram over http ----
+if want app; then
+        PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        in_cg "$APP" python3 "$BENCH_TOP/tests/tools/latency-service.py" "$PORT" --workers 4 --rate 300 --work-us 1000 \
+                >"$LOGS/service.log" 2>&1
+        for _ in $(seq 50); do grep -q ready "$LOGS/service.log" && break; sleep 0.1; done
+        grep -q ready "$LOGS/service.log" || die "the latency service did not start: $(cat "$LOGS/service.log")"
+        ctl opt-in "/$APP"
+        say "application metric: a trial of $APP_DURATION s (blocks of $APP_BLOCK s) of latency-service.py by its p99"
+        TRIAL_DURATION=$APP_DURATION
+        trial_run "$REC/app.json" --duration "${APP_DURATION}s" --block "${APP_BLOCK}s" \
+                --metric "http://127.0.0.1:$PORT/metrics#app_request_duration_seconds@p99" "/$APP"
+        say "  app: $(trial_line "$REC/app.json")"
+        cg_kill "$CGROOT/$APP"
+        ctl opt-out "/$APP"
+fi
+
+# ---- 4. harm: a setting that hurts, a trial that says so, auto that stops it ----
+if want harm; then
+        { echo "[Policy]"; tr ' ' '\n' <<<"$HARM_POLICY"; } >>"$TMP/steerd.conf"
+        [ -z "$EVAL_BLOCK_MS" ] || sed -i "s/^\[Manager\]$/[Manager]\nEvaluateBlockMs=$EVAL_BLOCK_MS/" "$TMP/steerd.conf"
+        cp "$TMP/steerd.conf" "$OUT/steerd-harm.conf"
+        ctl reload
+        msg_loop() { # CGROUP: msg over and over, in the background
+                # shellcheck disable=SC2016 # expanded by that sh
+                in_cg "$1" sh -c 'while :; do "$@" >/dev/null 2>&1 || exit; done' sh "${MSG[@]}"
+        }
+        ctl opt-in "/$HARM"
+        msg_loop "$HARM"
+        sleep 2
+        say "harm: a trial of $HARM_DURATION s (blocks of $HARM_BLOCK s) of msg under $HARM_POLICY"
+        TRIAL_DURATION=$HARM_DURATION
+        from=$(log_lines)
+        trial_run "$REC/harm.json" --duration "${HARM_DURATION}s" --block "${HARM_BLOCK}s" "/$HARM"
+        log_actions "$HARM" $((from + 1)) >"$OUT/harm-actions.log"
+        say "  harm trial: $(trial_line "$REC/harm.json") ($(wc -l <"$OUT/harm-actions.log") action lines)"
+        ctl opt-out "/$HARM"
+        sleep 1
+        ctl opt-in --evaluate "/$HARM"
+        t_eval=$(date +%s%N)
+        off_s='' ex=''
+        for _ in $(seq "$EVAL_WAIT"); do
+                sleep 1
+                ex=$("$STEERCTL" explain "/$HARM" 2>/dev/null | grep "Evaluate=auto")
+                if grep -q "steering is OFF" <<<"$ex"; then
+                        off_s=$(awk -v a="$t_eval" -v b="$(date +%s%N)" 'BEGIN {printf "%.0f", (b - a) / 1e9}')
+                        break
+                fi
+        done
+        echo "${off_s:-never} ${ex}" >"$OUT/harm-auto.txt"
+        say "  Evaluate=auto: steering off after ${off_s:-more than $EVAL_WAIT} s: ${ex:-no evaluation}"
+        cg_kill "$CGROOT/$HARM"
+        echo "pair,order,arm,total_s" >"$OUT/harm.csv"
+        if [ -n "$off_s" ]; then
+                # msg with steering off (opted in, Evaluate=auto turned it off) and
+                # in a cgroup never opted in, alternated, one run each a pair.
+                say "harm: $N_HARM pairs of msg runs, steering off / never opted in"
+                for i in $(seq "$N_HARM"); do
+                        if [ $((i % 2)) = 1 ]; then arms="$HARM $BASE"; else arms="$BASE $HARM"; fi
+                        k=0
+                        for cg in $arms; do
+                                k=$((k + 1))
+                                sh -c 'echo $$ >"$1/'"$TASKS"'" && shift && exec "$@"' sh "$CGROOT/$cg" "${MSG[@]}" \
+                                        >"$LOGS/msg-$i-$k.txt" 2>&1 || die "msg failed: $(tail -3 "$LOGS/msg-$i-$k.txt")"
+                                t=$(awk '/Total time/ {print $3; exit}' "$LOGS/msg-$i-$k.txt")
+                                [ -n "$t" ] || die "no Total time in $LOGS/msg-$i-$k.txt"
+                                arm=off
+                                [ "$cg" = "$BASE" ] && arm=never
+                                echo "$i,$k,$arm,$t" >>"$OUT/harm.csv"
+                        done
+                done
+                ex=$("$STEERCTL" explain "/$HARM" 2>/dev/null | grep "Evaluate=auto")
+                grep -q "steering is OFF" <<<"$ex" || say "warning: steering of /$HARM came back on during the runs: $ex"
+                echo "after the runs: $ex" >>"$OUT/harm-auto.txt"
+        fi
+        ctl opt-out "/$HARM"
+fi
 END=$(date +%s)
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/meta.txt"
 echo "elapsed_s=$((END - START))" >>"$OUT/meta.txt"
 
 # ---- the summary ----
-python3 - "$OUT" "$RATIO_CI" "$CAL_TARGET_MAX" "$COST_TARGET_PCT" "$POW_DURATION" "$HARM_TARGET" "$EVAL_WAIT" <<'EOF'
+python3 - "$OUT" "$RATIO_CI" "$CAL_TARGET_MAX" "$COST_TARGET_PCT" "$POW_DURATION" "$HARM_TARGET" "$EVAL_WAIT" "$ONLY" <<'EOF'
 import csv, glob, json, math, os, subprocess, sys
 
 out, ratio_ci, cal_max, cost_target, pow_duration = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 harm_target, eval_wait = float(sys.argv[6]), int(sys.argv[7])
+only = [r for r in sys.argv[8].split(",") if r]
+ROW_OF = {"1.": "calibration", "2.": "power", "2b.": "power", "3.": "cost", "4.": "harm", "4b.": "harm",
+          "4c.": "harm", "5.": "app"}
 meta = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(out, "meta.txt")) if "=" in l)
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
@@ -717,7 +743,11 @@ L.append("")
 L.append("| target | figure (95% interval) | verdict |")
 L.append("|---|---|---|")
 for r in rows:
-    L.append("| %s | %s | %s |" % r)
+    if not only or ROW_OF[r[0].split(" ")[0]] in only:
+        L.append("| %s | %s | %s |" % r)
+if only:
+    L.append("")
+    L.append("Only these rows ran (--only %s)." % ",".join(only))
 L.append("")
 L.append("## 1. Calibration: A/A trials")
 L.append("")
