@@ -116,17 +116,24 @@ static const OptIn *find_optin_loc(const Manager *m, const char *cgroup) {
 }
 
 static void estimate_text(const Evaluation *ev, char *buf, size_t size) {
-        if (!ev->has_estimate)
+        RatioEstimate s;
+
+        if (!ev->has_estimate) {
                 snprintf(buf, size, "%zu pair%s of blocks so far", ev->n_logs, ev->n_logs == 1 ? "" : "s");
-        else
-                snprintf(buf, size, "latency steered/hands-off %.3f [%.3f, %.3f] over the last %zu pairs",
+                return;
+        }
+        int n = snprintf(buf, size, "latency steered/hands-off %.3f [%.3f, %.3f] over the last %zu pairs",
                          ev->estimate.ratio, ev->estimate.ci_low, ev->estimate.ci_high, ev->n_logs);
+        if (n > 0 && (size_t) n < size && ev->n_slice_logs >= 2 &&
+            stats_log_ratios(ev->slice_logs, ev->n_slice_logs, &s) >= 0)
+                snprintf(buf + n, size - (size_t) n, ", slices a second %.3f [%.3f, %.3f]", s.ratio,
+                         s.ci_low, s.ci_high);
 }
 
 static void tick_one(Manager *m, ManagerEval *e, uint64_t now_us) {
         const OptIn *o = find_optin_loc(m, e->cgroup);
         bool was_off = evaluate_hands_off(&e->ev);
-        char est[160];
+        char est[256];
 
         if (!o)
                 return;
@@ -151,19 +158,15 @@ static void tick_one(Manager *m, ManagerEval *e, uint64_t now_us) {
                 break;
         }
         bool has = false, turned_off = false;
-        double value = 0;
+        TrialValues v = {};
         if (e->has_first && evaluate_measured(&e->ev)) {
                 CgroupCounters last = {};
-                TrialValues v = {};
-                if (cgroup_counters_read(m->root, &o->loc, now_us, &last) >= 0 &&
-                    cgroup_counters_values(&e->first, &last, &v) >= 0 && v.has[TRIAL_SIGNAL_LATENCY]) {
-                        has = true;
-                        value = v.v[TRIAL_SIGNAL_LATENCY];
-                }
+                has = cgroup_counters_read(m->root, &o->loc, now_us, &last) >= 0 &&
+                      cgroup_counters_values(&e->first, &last, &v) >= 0;
                 cgroup_counters_done(&last);
         }
         e->has_first = false;
-        if (evaluate_end_block(&e->ev, now_us, has, value, &turned_off) < 0)
+        if (evaluate_end_block(&e->ev, now_us, has ? &v : NULL, &turned_off) < 0)
                 return;
         if (turned_off) {
                 estimate_text(&e->ev, est, sizeof(est));
@@ -172,7 +175,7 @@ static void tick_one(Manager *m, ManagerEval *e, uint64_t now_us) {
                            "tried "
                            "again in %.1f h",
                            e->cgroup, e->ev.harm * 100, est, e->ev.retry_us / 3.6e9);
-                char why[256];
+                char why[300];
                 snprintf(why, sizeof(why), "it hurts: %s", est);
                 bus_emit_steering_evaluated(m, e->cgroup, false, why);
         }
@@ -196,7 +199,7 @@ void manager_evaluations_tick(Manager *m, uint64_t now_us) {
 
 int manager_evaluation_explain(const Manager *m, const char *cgroup, uint64_t now_us, char **ret) {
         const ManagerEval *e = find_eval(m, cgroup);
-        char est[160];
+        char est[256];
         char *t = NULL;
 
         if (!e)

@@ -499,8 +499,8 @@ static void test_counter_values(void **unused) {
 /* Runs cycles of an evaluation: latency 50 x effect in the measured steered
  * block, 50 in the hands-off one, +-3% noise. Returns the cycles it took to
  * turn steering off (0: never within max_cycles). */
-static unsigned run_evaluation(Evaluation *e, double effect, unsigned max_cycles, uint64_t *now,
-                               uint64_t *rng) {
+static unsigned run_evaluation_slices(Evaluation *e, double effect, double slices, unsigned max_cycles,
+                                      uint64_t *now, uint64_t *rng) {
         for (unsigned cycle = 1; cycle <= max_cycles; cycle++)
                 for (unsigned blk = 0, len = e->cycle; blk < len; blk++) {
                         bool off = evaluate_hands_off(e), measured = evaluate_measured(e);
@@ -512,15 +512,24 @@ static unsigned run_evaluation(Evaluation *e, double effect, unsigned max_cycles
                         assert_int_equal(evaluate_tick(e, *now), EVALUATE_STEP_END);
                         *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
                         double noise = 1 + 0.03 * ((double) (*rng >> 11) / (double) (1ULL << 53) * 2 - 1);
-                        double v = 50 * (off ? 1 : effect) * noise;
+                        TrialValues v = {.has[TRIAL_SIGNAL_LATENCY] = true,
+                                         .v[TRIAL_SIGNAL_LATENCY] = 50 * (off ? 1 : effect) * noise,
+                                         .has[TRIAL_SIGNAL_SLICES] = true,
+                                         .v[TRIAL_SIGNAL_SLICES] = 1000 * (off ? 1 : slices) * noise};
                         bool turned_off;
-                        assert_int_equal(evaluate_end_block(e, *now, measured, v, &turned_off), 0);
+                        assert_int_equal(evaluate_end_block(e, *now, measured ? &v : NULL, &turned_off), 0);
                         if (turned_off) {
                                 assert_int_equal(blk, len - 1); /* only at a cycle's end */
                                 return cycle;
                         }
                 }
         return 0;
+}
+
+/* Slices a second the same in both arms. */
+static unsigned run_evaluation(Evaluation *e, double effect, unsigned max_cycles, uint64_t *now,
+                               uint64_t *rng) {
+        return run_evaluation_slices(e, effect, 1.0, max_cycles, now, rng);
 }
 
 static void test_evaluate_schedule(void **unused) {
@@ -572,7 +581,7 @@ static void test_evaluate_harm(void **unused) {
         assert_int_equal(evaluate_tick(&e, now + 3599 * SEC), EVALUATE_STEP_NONE);
         assert_true(evaluate_hands_off(&e));
         bool turned_off;
-        assert_int_equal(evaluate_end_block(&e, now, false, 0, &turned_off), -ESTALE);
+        assert_int_equal(evaluate_end_block(&e, now, NULL, &turned_off), -ESTALE);
         assert_int_equal(evaluate_tick(&e, now + 3600 * SEC), EVALUATE_STEP_RETRY);
         assert_false(e.off);
         assert_int_equal(e.n_logs, 0);
@@ -598,12 +607,29 @@ static void test_evaluate_fast_start_bounded(void **unused) {
                 for (unsigned blk = 0; blk < 2; blk++) {
                         now += 10 * SEC;
                         (void) evaluate_tick(&e, now);
-                        assert_int_equal(evaluate_end_block(&e, now, false, 0, &turned_off), 0);
+                        assert_int_equal(evaluate_end_block(&e, now, NULL, &turned_off), 0);
                         assert_false(turned_off);
                 }
         }
         assert_int_equal(e.n_logs, 0);
         assert_int_equal(e.cycle, 8);
+}
+
+/* A pair pinned together: its latency per slice doubles (the ends wait
+ * for each other's hand-over) while its slices a second rise by a third
+ * (trials.sh's power row): not harm, steering stays on. The same latency
+ * with slices that did not rise is harm. */
+static void test_evaluate_progress_keeps(void **unused) {
+        Evaluation e;
+        uint64_t now = 0, rng = 11;
+
+        assert_int_equal(evaluate_init(&e, 8, 10 * SEC, 0.02, 3600 * SEC, 5, now), 0);
+        assert_int_equal(run_evaluation_slices(&e, 2.0, 1.35, 40, &now, &rng), 0);
+        assert_false(e.off);
+        assert_true(e.has_estimate && e.estimate.ci_low > 1.5);
+        assert_int_equal(evaluate_init(&e, 8, 10 * SEC, 0.02, 3600 * SEC, 5, now), 0);
+        assert_int_equal(run_evaluation_slices(&e, 2.0, 1.0, 40, &now, &rng), EVALUATE_MIN_PAIRS);
+        assert_true(e.off);
 }
 
 /* No effect, or harm within the margin: steering stays on. */
@@ -636,6 +662,7 @@ int main(void) {
                 cmocka_unit_test(test_evaluate_harm),
                 cmocka_unit_test(test_evaluate_no_harm),
                 cmocka_unit_test(test_evaluate_fast_start_bounded),
+                cmocka_unit_test(test_evaluate_progress_keeps),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,7 @@ static void start_cycle(Evaluation *e, uint64_t now_us) {
         e->block_start_us = now_us;
         e->measuring = false;
         for (int a = 0; a < _TRIAL_ARM_MAX; a++)
-                e->has[a] = false;
+                e->has[a] = e->has_slices[a] = false;
 }
 
 int evaluate_init(Evaluation *e, unsigned duty, uint64_t block_us, double harm, uint64_t retry_us,
@@ -62,6 +62,7 @@ EvaluateStep evaluate_tick(Evaluation *e, uint64_t now_us) {
                 /* Steering again, and judged afresh: the load may have changed. */
                 e->off = false;
                 e->n_logs = e->next_log = 0;
+                e->n_slice_logs = e->next_slice_log = 0;
                 e->has_estimate = false;
                 e->fast_left = EVALUATE_FAST_CYCLES;
                 start_cycle(e, now_us);
@@ -75,15 +76,34 @@ EvaluateStep evaluate_tick(Evaluation *e, uint64_t now_us) {
         return in >= e->block_us ? EVALUATE_STEP_END : EVALUATE_STEP_NONE;
 }
 
-int evaluate_end_block(Evaluation *e, uint64_t now_us, bool has, double value, bool *ret_turned_off) {
+static bool figure(const TrialValues *v, TrialSignal s) {
+        return v && v->has[s] && isfinite(v->v[s]) && v->v[s] > 0;
+}
+
+/* Slices a second say steering helps (beyond harm, with confidence). */
+static bool slices_better(const Evaluation *e) {
+        RatioEstimate est;
+        StatsVerdict v;
+
+        return e->n_slice_logs >= 2 && stats_log_ratios(e->slice_logs, e->n_slice_logs, &est) >= 0 &&
+               stats_verdict(&est, true, e->harm, &v) >= 0 && v == STATS_VERDICT_BETTER;
+}
+
+int evaluate_end_block(Evaluation *e, uint64_t now_us, const TrialValues *v, bool *ret_turned_off) {
         bool turned_off = false;
 
         if (e->off)
                 return -ESTALE;
-        if (evaluate_measured(e) && e->measuring && has && isfinite(value) && value > 0) {
+        if (evaluate_measured(e) && e->measuring) {
                 TrialArm a = e->pos == e->off_pos ? TRIAL_ARM_HANDS_OFF : TRIAL_ARM_STEERED;
-                e->has[a] = true;
-                e->value[a] = value;
+                if (figure(v, TRIAL_SIGNAL_LATENCY)) {
+                        e->has[a] = true;
+                        e->value[a] = v->v[TRIAL_SIGNAL_LATENCY];
+                }
+                if (figure(v, TRIAL_SIGNAL_SLICES)) {
+                        e->has_slices[a] = true;
+                        e->slices[a] = v->v[TRIAL_SIGNAL_SLICES];
+                }
         }
         e->measuring = false;
         if (++e->pos < e->cycle) {
@@ -92,18 +112,26 @@ int evaluate_end_block(Evaluation *e, uint64_t now_us, bool has, double value, b
                 return 0;
         }
         /* The cycle is over: its pair, if both were measured. */
+        if (e->has_slices[TRIAL_ARM_STEERED] && e->has_slices[TRIAL_ARM_HANDS_OFF] &&
+            e->has[TRIAL_ARM_STEERED] && e->has[TRIAL_ARM_HANDS_OFF]) {
+                e->slice_logs[e->next_slice_log] =
+                        log(e->slices[TRIAL_ARM_STEERED]) - log(e->slices[TRIAL_ARM_HANDS_OFF]);
+                e->next_slice_log = (e->next_slice_log + 1) % EVALUATE_WINDOW_PAIRS;
+                e->n_slice_logs = MIN(e->n_slice_logs + 1, (size_t) EVALUATE_WINDOW_PAIRS);
+        }
         if (e->has[TRIAL_ARM_STEERED] && e->has[TRIAL_ARM_HANDS_OFF]) {
                 e->logs[e->next_log] = log(e->value[TRIAL_ARM_STEERED]) - log(e->value[TRIAL_ARM_HANDS_OFF]);
                 e->next_log = (e->next_log + 1) % EVALUATE_WINDOW_PAIRS;
                 e->n_logs = MIN(e->n_logs + 1, (size_t) EVALUATE_WINDOW_PAIRS);
                 e->pairs_total++;
                 RatioEstimate est;
-                StatsVerdict v;
+                StatsVerdict verdict;
                 if (e->n_logs >= 2 && stats_log_ratios(e->logs, e->n_logs, &est) >= 0) {
                         e->estimate = est;
                         e->has_estimate = true;
                         if (e->n_logs >= EVALUATE_MIN_PAIRS &&
-                            stats_verdict(&est, false, e->harm, &v) >= 0 && v == STATS_VERDICT_WORSE) {
+                            stats_verdict(&est, false, e->harm, &verdict) >= 0 &&
+                            verdict == STATS_VERDICT_WORSE && !slices_better(e)) {
                                 turned_off = true;
                                 e->off = true;
                                 e->off_since_us = now_us;

@@ -57,9 +57,15 @@ typedef struct Evaluation {
         bool measuring;
         bool has[_TRIAL_ARM_MAX];
         double value[_TRIAL_ARM_MAX];
+        bool has_slices[_TRIAL_ARM_MAX];
+        double slices[_TRIAL_ARM_MAX];
 
-        double logs[EVALUATE_WINDOW_PAIRS]; /* ln(steered / hands-off), a ring */
+        double logs[EVALUATE_WINDOW_PAIRS]; /* ln(steered / hands-off) of latency, a ring */
         size_t n_logs, next_log;
+        /* The same of slices a second, where both blocks had them: the
+         * progress that keeps a pin whose latency rises by design. */
+        double slice_logs[EVALUATE_WINDOW_PAIRS];
+        size_t n_slice_logs, next_slice_log;
         uint64_t pairs_total;
         bool has_estimate;
         RatioEstimate estimate;
@@ -77,6 +83,11 @@ bool evaluate_hands_off(const Evaluation *e) _pure_;
 /* The block in force is measured. */
 bool evaluate_measured(const Evaluation *e) _pure_;
 EvaluateStep evaluate_tick(Evaluation *e, uint64_t now_us);
-/* The block in force ended; has/value: its figure when measured. Sets
- * *ret_turned_off when this block's pair made the estimate say harm. */
-int evaluate_end_block(Evaluation *e, uint64_t now_us, bool has, double value, bool *ret_turned_off);
+/* The block in force ended; v: its figures when measured (NULL: none).
+ * Sets *ret_turned_off when this block's pair made the estimate say harm:
+ * latency (run-queue delay per slice) worse beyond harm, and slices a
+ * second not better beyond it. A pair pinned together waits for its
+ * partner's hand-over by design: its latency per slice doubled while pipe
+ * ran a third more hand-overs a second (trials.sh's power row), and
+ * latency alone would turn off the pin that helps most. */
+int evaluate_end_block(Evaluation *e, uint64_t now_us, const TrialValues *v, bool *ret_turned_off);
