@@ -88,6 +88,6 @@ EvaluateStep evaluate_tick(Evaluation *e, uint64_t now_us);
  * latency (run-queue delay per slice) worse beyond harm, and slices a
  * second not better beyond it. A pair pinned together waits for its
  * partner's hand-over by design: its latency per slice doubled while pipe
- * ran a third more hand-overs a second (trials.sh's power row), and
- * latency alone would turn off the pin that helps most. */
+ * ran a third more slices a second (trials.sh's power row), and latency
+ * alone would turn off the pin that helps most. */
 int evaluate_end_block(Evaluation *e, uint64_t now_us, const TrialValues *v, bool *ret_turned_off);
