@@ -209,7 +209,8 @@ static int tick_cgroups(const Manager *m, TickCgroups *ret) {
         for (size_t i = 0; i < m->optins.n; i++) {
                 const OptIn *o = &m->optins.items[i];
                 /* A trial's hands-off block: as if opted out, its masks given back. */
-                if (!o->loc.dir || manager_trial_hands_off(m, o->name) || manager_evaluation_hands_off(m, o->name))
+                if (!o->loc.dir || manager_trial_hands_off(m, o->name) ||
+                    manager_evaluation_hands_off(m, o->name))
                         continue;
                 t.cgs[t.n] = (SamplerCgroup){
                         .name = o->name,
@@ -333,8 +334,7 @@ static int tick(Manager *m, uint64_t now_us) {
                 log_plan(plan, false);
         else if (mode_applies(m->mode) && plan->n_actions > 0) {
                 apply_plan(m, snap, plan);
-                for (size_t i = 0; i < plan->n_actions; i++)
-                {
+                for (size_t i = 0; i < plan->n_actions; i++) {
                         const Action *a = &plan->actions[i];
                         if (a->kind >= 0 && a->kind < _ACTION_KIND_MAX)
                                 m->tick_kinds[a->kind]++;
@@ -381,7 +381,9 @@ void manager_sample_soon(Manager *m) {
 
 static uint64_t clock_usec(clockid_t id) {
         struct timespec ts;
-        return clock_gettime(id, &ts) < 0 ? 0 : (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+        return clock_gettime(id, &ts) < 0
+                       ? 0
+                       : (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 /* One line per tick for the benchmarks (--tick-stats): the tick's wall and
@@ -406,20 +408,26 @@ static void write_tick_stats(Manager *m, uint64_t mono, uint64_t wall, uint64_t 
         _cleanup_(closedirp) DIR *d = opendir("/proc/self/fd");
         for (struct dirent *de; d && (de = readdir(d));)
                 fds += de->d_name[0] != '.';
-        fprintf(m->tick_stats, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %u %u %u %u %u %u %u %" PRIu64
-                               " %" PRIu64 " %lu %u %zu %zu %zu\n",
+        fprintf(m->tick_stats,
+                "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %u %u %u %u %u %u %u %" PRIu64 " %" PRIu64
+                " %lu %u %zu %zu %zu\n",
                 m->ticks, mono, wall, cpu, m->tick_kinds[ACTION_SET_CGROUP_CPUS],
                 m->tick_kinds[ACTION_SET_THREAD_CPUS], m->tick_kinds[ACTION_RESTORE],
                 m->tick_policies[ACTION_POLICY_WINDOW], m->tick_policies[ACTION_POLICY_STICKY],
-                m->tick_policies[ACTION_POLICY_BALANCE], m->tick_policies[ACTION_POLICY_GUARD], m->actions_failed,
-                c.dropped, resident * (unsigned long) (sysconf(_SC_PAGESIZE) / 1024), fds ? fds - 1 : 0,
-                threads, owned_threads, owned_cgroups);
+                m->tick_policies[ACTION_POLICY_BALANCE], m->tick_policies[ACTION_POLICY_GUARD],
+                m->actions_failed, c.dropped, resident * (unsigned long) (sysconf(_SC_PAGESIZE) / 1024),
+                fds ? fds - 1 : 0, threads, owned_threads, owned_cgroups);
         fflush(m->tick_stats);
 }
 
 int manager_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         uint64_t period = m->config->settings.sample_period_ms * USEC_PER_MSEC;
+        /* The tick's time is the loop's wake-up time, as every bus call's is,
+         * not the timer's due time, which can lie before a bus call handled
+         * earlier: a trial or a scan stamped then must not be in the future. */
+        uint64_t woke = usec;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &woke);
 
         if (m->test_hang_file && access(m->test_hang_file, F_OK) == 0) {
                 /* The guest check's fault switch: a loop that hangs stops
@@ -432,11 +440,11 @@ int manager_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 uint64_t w0 = clock_usec(CLOCK_MONOTONIC), c0 = clock_usec(CLOCK_PROCESS_CPUTIME_ID);
                 memset(m->tick_kinds, 0, sizeof(m->tick_kinds));
                 memset(m->tick_policies, 0, sizeof(m->tick_policies));
-                (void) tick(m, usec);
+                (void) tick(m, MAX(woke, usec));
                 uint64_t w1 = clock_usec(CLOCK_MONOTONIC), c1 = clock_usec(CLOCK_PROCESS_CPUTIME_ID);
                 write_tick_stats(m, w0, w1 - w0, c1 - c0);
         } else
-                (void) tick(m, usec);
+                (void) tick(m, MAX(woke, usec));
         /* Keep the cadence: the next tick is due a period (idle: a few)
          * after this one was, unless we fell behind by more than a period. */
         uint64_t now;

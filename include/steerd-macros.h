@@ -121,5 +121,12 @@ static inline int negative_errno(void) {
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_SEC 1000000000ULL
 
+/* Time since an instant that may lie ahead of `now`: a bus call stamps a
+ * start with the loop's wake-up time, and the tick timer due before it can
+ * run after it with its own earlier time. Zero then, not 584,000 years. */
+static inline uint64_t usec_since(uint64_t now, uint64_t then) {
+        return now > then ? now - then : 0;
+}
+
 /* The kernel's capacity scale: 1024 = one CPU fully busy. */
 #define SCHED_CAPACITY_SCALE 1024

@@ -138,6 +138,20 @@ static void test_settling(void **unused) {
         assert_true(fabs(trial_progress(t, now + 10 * SEC) - 50.0 / 80) < 1e-9);
 }
 
+/* A tick stamped before the trial's start (the timer was due before the bus
+ * call that started it) is no time into the first block: it measures nothing
+ * yet, and the first block still discards half of itself. */
+static void test_tick_before_start(void **unused) {
+        _cleanup_(trial_freep) Trial *t = new_trial(8 * 10, 10, 7);
+        uint64_t start = 1000 * SEC;
+
+        assert_int_equal(trial_tick(t, start - SEC / 10, false), TRIAL_STEP_NONE);
+        assert_false(t->blocks[0].measuring);
+        assert_int_equal(trial_tick(t, start + 4 * SEC, false), TRIAL_STEP_NONE);
+        assert_int_equal(trial_tick(t, start + 5 * SEC, false), TRIAL_STEP_MEASURE);
+        assert_int_equal(t->blocks[0].measure_us - t->blocks[0].start_us, 5 * SEC);
+}
+
 /* Short settling: the discard follows what was seen. */
 static void test_settling_short(void **unused) {
         _cleanup_(trial_freep) Trial *t = new_trial(8 * 10, 10, 9);
@@ -649,6 +663,7 @@ int main(void) {
                 cmocka_unit_test(test_schedule),
                 cmocka_unit_test(test_new_refuses),
                 cmocka_unit_test(test_settling),
+                cmocka_unit_test(test_tick_before_start),
                 cmocka_unit_test(test_settling_short),
                 cmocka_unit_test(test_stream_helps),
                 cmocka_unit_test(test_stream_hurts),

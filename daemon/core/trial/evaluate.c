@@ -68,7 +68,7 @@ EvaluateStep evaluate_tick(Evaluation *e, uint64_t now_us) {
                 start_cycle(e, now_us);
                 return EVALUATE_STEP_RETRY;
         }
-        uint64_t in = now_us - e->block_start_us;
+        uint64_t in = usec_since(now_us, e->block_start_us);
         if (evaluate_measured(e) && !e->measuring && in >= e->block_us / 2) {
                 e->measuring = true;
                 return EVALUATE_STEP_MEASURE;

@@ -156,7 +156,7 @@ TrialStep trial_tick(Trial *t, uint64_t now_us, bool acted) {
         if (t->state != TRIAL_STATE_RUNNING || t->current >= t->n_blocks)
                 return TRIAL_STEP_NONE;
         TrialBlock *b = &t->blocks[t->current];
-        uint64_t in = now_us - b->start_us;
+        uint64_t in = usec_since(now_us, b->start_us);
 
         if (acted) {
                 b->acted = true;
@@ -195,7 +195,7 @@ int trial_end_block(Trial *t, uint64_t now_us, const TrialValues *values, int *r
                 b->values.v[s] = ok ? values->v[s] : 0;
         }
         /* Its settling time: until it was quiet for good (never: the whole block). */
-        uint64_t settle = b->quiet ? b->quiet_us - b->start_us : now_us - b->start_us;
+        uint64_t settle = b->quiet ? usec_since(b->quiet_us, b->start_us) : usec_since(now_us, b->start_us);
         t->settle_seen_us = MAX(t->settle_seen_us, settle);
         if (b->arm == TRIAL_ARM_STEERED)
                 t->steered_seen = true;
