@@ -8,6 +8,7 @@
 #include "log.h"
 #include "manager-internal.h"
 #include "manager-evaluate.h"
+#include "manager-search.h"
 #include "manager-trial.h"
 #include "snapshot-json.h"
 
@@ -255,6 +256,11 @@ static int explain_trials(const Manager *m, const OptIn *o, uint64_t now, Explan
                 if (r < 0)
                         return r;
         }
+        r = manager_search_explain(m, o->name, now, &t);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        if (r >= 0 && (r = explain_append(e, "search", TAKE_PTR(t))) < 0)
+                return r;
         r = manager_evaluation_explain(m, o->name, now, &t);
         if (r == -ENOENT)
                 return 0;

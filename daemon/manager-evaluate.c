@@ -8,6 +8,7 @@
 #include "log.h"
 #include "manager-evaluate.h"
 #include "manager-internal.h"
+#include "manager-search.h"
 #include "manager-trial.h"
 
 /* Evaluate=auto (core/trial/evaluate.h) per opted-in cgroup: created when a
@@ -46,6 +47,10 @@ static ManagerEval *find_eval(const Manager *m, const char *cgroup) {
 }
 
 bool manager_evaluate_wanted(const Manager *m, const OptIn *o) {
+        /* A searched cgroup is not: its search compares steerd's policy
+         * with hands-off already, among its candidates. */
+        if (manager_search_wanted(m, o))
+                return false;
         return o->evaluate == OPTIN_EVALUATE_AUTO ||
                (o->evaluate == OPTIN_EVALUATE_INHERIT && m->config->settings.evaluate);
 }

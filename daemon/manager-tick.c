@@ -12,6 +12,7 @@
 #include "manager-internal.h"
 #include "metrics.h"
 #include "manager-evaluate.h"
+#include "manager-search.h"
 #include "manager-trial.h"
 #include "sampling.h"
 
@@ -155,6 +156,9 @@ typedef struct TickCgroups {
         CgroupLocation *locs;
         pid_t **held; /* per cgroup: what cgs[i].held points to */
         size_t n;
+        /* names and locs: the n sampled, then the cgroups only the
+         * actuator sees (a placement search's blocks off the policy). */
+        size_t n_names;
 } TickCgroups;
 
 static void tick_cgroups_done(TickCgroups *t) {
@@ -208,9 +212,11 @@ static int tick_cgroups(const Manager *m, TickCgroups *ret) {
                 return -ENOMEM;
         for (size_t i = 0; i < m->optins.n; i++) {
                 const OptIn *o = &m->optins.items[i];
-                /* A trial's hands-off block: as if opted out, its masks given back. */
+                /* A trial's hands-off block: as if opted out, its masks given
+                 * back. A placement search's block other than the policy's:
+                 * the engine forgets it, the search holds what it holds. */
                 if (!o->loc.dir || manager_trial_hands_off(m, o->name) ||
-                    manager_evaluation_hands_off(m, o->name))
+                    manager_evaluation_hands_off(m, o->name) || manager_search_excluded(m, o->name))
                         continue;
                 t.cgs[t.n] = (SamplerCgroup){
                         .name = o->name,
@@ -225,6 +231,15 @@ static int tick_cgroups(const Manager *m, TickCgroups *ret) {
                 t.n++;
                 if (r < 0)
                         return r;
+        }
+        t.n_names = t.n;
+        for (size_t i = 0; i < m->optins.n; i++) {
+                const OptIn *o = &m->optins.items[i];
+                if (o->loc.dir && !manager_trial_hands_off(m, o->name) && manager_search_excluded(m, o->name) &&
+                    manager_search_places(m, o->name)) {
+                        t.names[t.n_names] = o->name;
+                        t.locs[t.n_names++] = o->loc;
+                }
         }
         *ret = t;
         t = (TickCgroups){};
@@ -320,7 +335,7 @@ static int tick(Manager *m, uint64_t now_us) {
         if (cpus_came_or_went(m, snap))
                 return refresh_topology(m);
 
-        r = actuator_set_cgroups(m->actuator, t.names, t.locs, t.n);
+        r = actuator_set_cgroups(m->actuator, t.names, t.locs, t.n_names);
         if (r < 0)
                 return log_error_errno(r, "Cannot update the actuator's cgroups");
         if (mode_applies(m->mode))
@@ -345,6 +360,7 @@ static int tick(Manager *m, uint64_t now_us) {
 
         manager_trials_tick(m, now_us, mode_applies(m->mode) ? plan : NULL);
         manager_evaluations_tick(m, now_us);
+        manager_searches_tick(m, now_us, mode_applies(m->mode) ? snap : NULL);
         bus_emit_tick(m, m->last_snapshot, snap, mode_applies(m->mode) ? plan : NULL);
         snapshot_free(m->last_snapshot);
         m->last_snapshot = TAKE_PTR(snap);

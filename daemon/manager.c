@@ -7,6 +7,7 @@
 #include "log.h"
 #include "manager-internal.h"
 #include "manager-evaluate.h"
+#include "manager-search.h"
 #include "manager-trial.h"
 #include "sampling.h"
 #include "trial-store.h"
@@ -363,6 +364,7 @@ Manager *manager_free(Manager *m) {
         free(m->runtime_file);
         manager_trials_free(m);
         manager_evaluations_free(m);
+        manager_searches_free(m);
         free(m->trials_dir);
         topology_free(m->topo);
         hwloc_bitmap_free(m->online_seen);

@@ -86,6 +86,8 @@ typedef struct Manager {
         size_t n_trial_latest;
         struct ManagerEval **evals; /* Evaluate=auto, per cgroup (manager-evaluate.h) */
         size_t n_evals;
+        struct ManagerSearch **searches; /* Search=yes, per cgroup (manager-search.h) */
+        size_t n_searches;
         unsigned trial_seq;
         char *trials_dir;
 

@@ -78,7 +78,12 @@ static void test_pooled(void **state) {
         assert_int_equal(stats_log_ratios_pooled(logs, 2, -1, 1, &e), -EINVAL);
         assert_int_equal(stats_log_ratios_pooled(logs, 2, 0.1, 0, &e), -EINVAL);
         assert_int_equal(stats_log_ratios_pooled(logs, 2, INFINITY, 1, &e), -EINVAL);
-        assert_int_equal(stats_log_ratios_pooled(logs, 1, 0.1, 1, &e), -EINVAL);
+        /* One pair is judged by the noise known from elsewhere alone. */
+        assert_int_equal(stats_log_ratios_pooled(logs, 1, 0.1, 1, &e), 0);
+        assert_close(e.mean_log, 0.56, 1e-12);
+        assert_close(e.half_width_log, 12.706 * sqrt(0.1), 1e-3);
+        assert_int_equal(stats_log_ratios_pooled(logs, 1, 0, 0, &e), -EINVAL);
+        assert_int_equal(stats_log_ratios_pooled(logs, 0, 0.1, 1, &e), -EINVAL);
 }
 
 static void test_known_sample(void **state) {

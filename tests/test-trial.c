@@ -482,8 +482,11 @@ static void test_store_interrupt_restart(void **unused) {
 /* Counters: a thread that restarted its counters (a new thread of the same
  * id) counts what it has; nothing ran is no figure at all. */
 static void test_counter_values(void **unused) {
-        ThreadCounter a1[] = {{1, 1000, 10}, {2, 5000, 100}},
-                      b1[] = {{1, 3000, 30}, {2, 100, 10}, {3, 900, 5}};
+        ThreadCounter a1[] = {{.tid = 1, .run_ns = 1000000000, .run_delay_ns = 1000, .pcount = 10},
+                              {.tid = 2, .run_ns = 0, .run_delay_ns = 5000, .pcount = 100}},
+                      b1[] = {{.tid = 1, .run_ns = 2000000000, .run_delay_ns = 3000, .pcount = 30},
+                              {.tid = 2, .run_ns = 10000000, .run_delay_ns = 100, .pcount = 10},
+                              {.tid = 3, .run_ns = 1000, .run_delay_ns = 900, .pcount = 5}};
         CgroupCounters a = {.at_us = SEC, .threads = a1, .n = 2},
                        b = {.at_us = 3 * SEC, .threads = b1, .n = 3};
         TrialValues v;
@@ -493,6 +496,14 @@ static void test_counter_values(void **unused) {
         assert_true(fabs(v.v[TRIAL_SIGNAL_LATENCY] - 3000.0 / 35 / 1e3) < 1e-12);
         assert_true(fabs(v.v[TRIAL_SIGNAL_SLICES] - 35.0 / 2) < 1e-12);
         assert_false(v.has[TRIAL_SIGNAL_PRESSURE]);
+        /* The load: run + wait over 2 s (thread 2 restarted: all it has);
+         * busy: thread 1 alone ran 1% of the time or more. */
+        double demand;
+        unsigned busy;
+        assert_int_equal(cgroup_counters_load(&a, &b, &demand, &busy), 0);
+        assert_true(fabs(demand - (1e9 + 2000 + 1e7 + 100 + 1000 + 900) / 2e9) < 1e-12);
+        assert_int_equal(busy, 1);
+        assert_int_equal(cgroup_counters_load(&b, &a, &demand, &busy), -EINVAL);
         CgroupCounters quiet = {.at_us = 4 * SEC, .threads = b1, .n = 3};
         assert_int_equal(cgroup_counters_values(&b, &quiet, &v), 0);
         assert_false(v.has[TRIAL_SIGNAL_LATENCY] || v.has[TRIAL_SIGNAL_SLICES]);

@@ -34,7 +34,8 @@ usage: tests/bench/run.sh [OPTIONS]
                      experiments may add variants of the steerd modes: MODE-nodbg (steerd
                      without debugfs, in its own mount namespace), MODE-noguard
                      (GuardWindowMs=0), MODE-nocoloc (issue 14's co-location off:
-                     Consolidate=no WakeGroups=no StickyPairWakeups=0), MODE-base (the
+                     Consolidate=no WakeGroups=no StickyPairWakeups=0), MODE-search (the
+                     placement search on: Search=yes SearchBlockMs=1s), MODE-base (the
                      steerd binary STEERD_BASE, e.g. the commit before a change), e.g.
                      latency-nodbg
   --policy KEY=VAL   extra [Policy] setting for every steerd run (repeatable), e.g.
@@ -180,12 +181,14 @@ noise_setup
 RAW=$OUT/raw.csv
 
 # steerd_conf MODE FILE GROUPS...  (RUN_POLICY: extra [Policy] lines of this run)
-RUN_POLICY=()
+RUN_POLICY=() RUN_MANAGER=()
 steerd_conf() {
         local mode=$1 file=$2 g kv
         shift 2
         {
-                printf '[Manager]\nMode=%s\nSamplePeriodMs=%s\n[Policy]\n' "$mode" "$PERIOD"
+                printf '[Manager]\nMode=%s\nSamplePeriodMs=%s\n' "$mode" "$PERIOD"
+                for kv in "${RUN_MANAGER[@]}"; do [ -z "$kv" ] || echo "$kv"; done
+                echo '[Policy]'
                 for kv in "${POLICY_EXTRA[@]}" "${RUN_POLICY[@]}"; do [ -z "$kv" ] || echo "$kv"; done
                 echo '[OptIn]'
                 for g in "$@"; do echo "/$g=latency"; done # steerd-ns.sh: /sbench is its /
@@ -215,9 +218,12 @@ run_one() { # REP ORDER WORKLOAD CONFIG
         for g in "${extra[@]}"; do [ -n "$g" ] && cg_create "$g"; done
         case $cfg in
         observe* | latency* | balanced*)
-                # MODE[-nodbg][-noguard][-nocoloc]: variants for experiments (see usage)
-                RUN_POLICY=()
+                # MODE[-nodbg][-noguard][-nocoloc][-search]: variants for experiments (see usage)
+                RUN_POLICY=() RUN_MANAGER=()
                 [[ $cfg != *-noguard* ]] || RUN_POLICY+=(GuardWindowMs=0)
+                # MODE-search: the placement search on, blocks of 1 s (a run is
+                # a fresh start: its search time is in the figure)
+                [[ $cfg != *-search* ]] || RUN_MANAGER+=(Search=yes SearchBlockMs=1s)
                 [[ $cfg != *-nocoloc* ]] || RUN_POLICY+=(Consolidate=no WakeGroups=no StickyPairWakeups=0)
                 local nodbg=0 bin=$STEERD
                 [[ $cfg != *-nodbg* ]] || nodbg=1

@@ -904,6 +904,46 @@ fi
 systemctl stop bench5.service 2>/dev/null
 fi
 
+# ---- 6e. the placement search of a systemd service (issue 32) ----
+# An [OptIn] line with search=yes (a drop-in, reloaded): the search starts
+# with its candidates and places one through systemd (AllowedCPUs, the
+# action of policy "search"); when the line goes, everything is given back.
+
+if [ "$(left)" -lt 150 ]; then
+        skip_time search-placed search-given-back
+else
+systemd-run --quiet --unit=bench6 --slice=steerdtest "${LOADCMD[@]}" --threads 3 --duty 80 --seconds 3000
+B6=steerdtest.slice/bench6.service
+wait_for 15 test -s "$CG/$B6/cgroup.threads"
+B6_ORIG=$(unit_allowed bench6.service)
+mkdir -p /etc/steerd/steerd.conf.d
+printf '[Manager]\nSearchBlockMs=2s\n[OptIn]\n/%s=latency search=yes\n' "$B6" >/etc/steerd/steerd.conf.d/50-search.conf
+M=$(jmark)
+systemctl reload steerd.service
+if wait_for 90 journal_has_since "$M" "cgroup /$B6: CPUs .*(systemd backend; search set_cgroup_cpus: placement search: "; then
+        result PASS search-placed "$(journal_since "$M" | grep -m1 "Cgroup /$B6: placement search 1 started"); $(journal_since "$M" | grep -m1 "search set_cgroup_cpus")"
+else
+        result FAIL search-placed "no placement within 90 s; steerd: $(journal_since "$M" | grep -F "/$B6" | tail -4 | paste -sd'|')"
+fi
+if wait_for 60 journal_has_since "$M" "Cgroup /$B6: search 1 \(found\|keeps\)"; then
+        result INFO search-ended "$(journal_since "$M" | grep -m1 "Cgroup /$B6: search 1 \(found\|keeps\)"); explain: $(steerctl explain "/$B6" 2>&1 | grep -o 'placement search.*' | head -1)"
+else
+        result INFO search-ended "not within 60 s more: $(steerctl explain "/$B6" 2>&1 | grep -o 'placement search.*' | head -1)"
+fi
+rm -f /etc/steerd/steerd.conf.d/50-search.conf
+systemctl reload steerd.service
+sg_back() {
+        [ "$(unit_allowed bench6.service)" = "$B6_ORIG" ] &&
+                [ "$(jq -r --arg n "/$B6" '[.cgroups[]?, .threads[]? | select((.name // .cgroup) == $n)] | length' /run/steerd/state.json 2>/dev/null)" = 0 ]
+}
+if wait_for 15 sg_back; then
+        result PASS search-given-back "the line removed: AllowedCPUs '$(unit_allowed bench6.service)' as before, nothing of /$B6 in /run/steerd/state.json"
+else
+        result FAIL search-given-back "the line removed: AllowedCPUs '$(unit_allowed bench6.service)' (was '$B6_ORIG'); state: $(jq -c . /run/steerd/state.json 2>/dev/null | head -c 400)"
+fi
+systemctl stop bench6.service 2>/dev/null
+fi
+
 # ---- 7. a plain cgroup v2 group with the cpuset controller ----
 
 if [ "$(left)" -lt 90 ]; then

@@ -49,7 +49,7 @@ static int estimate(const double *logs, const double *a, const double *b, size_t
         double shift, sum = 0, ss = 0, mean, sd, t, hw, ratio, lo, hi;
         int r;
 
-        if (n < 2 || n - 1 > UINT32_MAX - prior_df)
+        if (n < 1 || n - 1 > UINT32_MAX - prior_df || n - 1 + prior_df < 1)
                 return -EINVAL;
 
         /* Sums of the differences to the first value: a constant series then
@@ -101,7 +101,8 @@ int stats_log_ratios(const double *logs, size_t n, RatioEstimate *ret) {
 
 int stats_log_ratios_pooled(const double *logs, size_t n, double prior_ss, unsigned prior_df,
                             RatioEstimate *ret) {
-        if (!logs || n < 2 || !isfinite(prior_ss) || prior_ss < 0 || (prior_df == 0 && prior_ss > 0))
+        if (!logs || n < 1 || (n < 2 && prior_df == 0) || !isfinite(prior_ss) || prior_ss < 0 ||
+            (prior_df == 0 && prior_ss > 0))
                 return -EINVAL;
         for (size_t i = 0; i < n; i++)
                 if (!isfinite(logs[i]))

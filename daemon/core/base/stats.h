@@ -56,7 +56,9 @@ int stats_log_ratios(const double *logs, size_t n, RatioEstimate *ret);
  * differs. Without it two pairs that happen to agree give a hair-wide
  * interval and a verdict (an A/A trial said "hurts by 75% [55%, 98%]"
  * from 2 pairs while its readiness blocks differed by 75%). -EINVAL also
- * for prior_ss < 0 or not finite, or prior_ss > 0 with prior_df 0. */
+ * for prior_ss < 0 or not finite, or prior_ss > 0 with prior_df 0. One pair
+ * is enough when prior_df >= 1: the noise is known from elsewhere, and the
+ * placement search judges a candidate's first block by it (search.h). */
 int stats_log_ratios_pooled(const double *logs, size_t n, double prior_ss, unsigned prior_df,
                             RatioEstimate *ret);
 /* The estimate of a/b from n pairs (a[i], b[i]). -EINVAL when n < 2 or any

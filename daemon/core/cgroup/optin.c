@@ -283,7 +283,7 @@ static int add(OptInSet *set, const RootDir *root, const CgroupMounts *m, const 
                 if (streq(set->items[i].name, c->cgroup))
                         return 0; /* a candidate of higher precedence had it */
         OptIn *o = &set->items[set->n];
-        *o = (OptIn){.policy = c->policy, .evaluate = c->evaluate, .source = c->source};
+        *o = (OptIn){.policy = c->policy, .evaluate = c->evaluate, .search = c->search, .source = c->source};
         o->name = strdup(c->cgroup);
         o->rule = strdup(c->rule ?: c->cgroup);
         int r = o->name && o->rule ? cgroup_resolve_full(root, m, c->cgroup, &o->loc, why, sizeof(why))
@@ -333,8 +333,7 @@ static void candidates_done(Candidates *c) {
         free(c->items);
 }
 
-static int candidate_push(Candidates *c, const char *cgroup, const char *rule, CgroupPolicy p,
-                          OptInEvaluate ev, OptInSource src) {
+static int candidate_push(Candidates *c, const char *cgroup, const OptInEntry *e, OptInSource src) {
         if (c->n == c->alloc) {
                 size_t n = c->alloc ? c->alloc * 2 : 32;
                 OptInCandidate *x = reallocarray(c->items, n, sizeof(*x));
@@ -343,8 +342,12 @@ static int candidate_push(Candidates *c, const char *cgroup, const char *rule, C
                 c->items = x;
                 c->alloc = n;
         }
-        c->items[c->n++] =
-                (OptInCandidate){.cgroup = cgroup, .rule = rule, .policy = p, .evaluate = ev, .source = src};
+        c->items[c->n++] = (OptInCandidate){.cgroup = cgroup,
+                                            .rule = e->cgroup,
+                                            .policy = e->policy,
+                                            .evaluate = e->evaluate,
+                                            .search = e->search,
+                                            .source = src};
         return 0;
 }
 
@@ -360,8 +363,7 @@ static int push_source(Candidates *c, const OptInScan *scan, const OptInEntry *e
                         if (optin_rule_kind(e[i].cgroup) != order[k])
                                 continue;
                         if (order[k] == OPTIN_RULE_PATH) {
-                                r = candidate_push(c, e[i].cgroup, e[i].cgroup, e[i].policy, e[i].evaluate,
-                                                   src);
+                                r = candidate_push(c, e[i].cgroup, &e[i], src);
                                 if (r < 0)
                                         return r;
                                 continue;
@@ -369,8 +371,7 @@ static int push_source(Candidates *c, const OptInScan *scan, const OptInEntry *e
                         const OptInMatch *x = optin_scan_find(scan, e[i].cgroup);
                         for (; x && x < scan->matches + scan->n_matches && streq(x->rule, e[i].cgroup);
                              x++) {
-                                r = candidate_push(c, x->cgroup, e[i].cgroup, e[i].policy, e[i].evaluate,
-                                                   src);
+                                r = candidate_push(c, x->cgroup, &e[i], src);
                                 if (r < 0)
                                         return r;
                         }
@@ -387,8 +388,10 @@ int optin_candidates(const OptInScan *scan, const OptInEntry *runtime, size_t n_
             (r = push_source(&c, scan, config, n_config, OPTIN_SOURCE_CONFIG)) < 0)
                 return r;
         for (size_t i = 0; i < scan->n_xattr; i++)
-                if ((r = candidate_push(&c, scan->xattr[i].cgroup, STEERD_XATTR, scan->xattr[i].policy,
-                                        OPTIN_EVALUATE_INHERIT, OPTIN_SOURCE_XATTR)) < 0)
+                if ((r = candidate_push(&c, scan->xattr[i].cgroup,
+                                        &(const OptInEntry){.cgroup = (char *) STEERD_XATTR,
+                                                            .policy = scan->xattr[i].policy},
+                                        OPTIN_SOURCE_XATTR)) < 0)
                         return r;
         *ret_n = c.n;
         *ret = TAKE_PTR(c.items);

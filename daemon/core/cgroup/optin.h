@@ -32,6 +32,7 @@ typedef struct OptIn {
         char *rule; /* what brought it in: the path, the glob, the unit name, or STEERD_XATTR */
         CgroupPolicy policy;
         OptInEvaluate evaluate; /* the rule's own Evaluate= (INHERIT: the global one) */
+        OptInSearch search;     /* the rule's own Search= (INHERIT: the global one) */
         OptInSource source;
         CgroupLocation loc; /* loc.dir NULL: it does not exist (now), or it is refused */
         char *refused;      /* why its directory is refused (cgroup_dir_confined()), else NULL */
@@ -84,6 +85,7 @@ typedef struct OptInCandidate {
         const char *rule;
         CgroupPolicy policy;
         OptInEvaluate evaluate;
+        OptInSearch search;
         OptInSource source;
 } OptInCandidate;
 

@@ -51,6 +51,9 @@ static const KeyDef key_table[] = {
         K("Manager", "EvaluateDuty", KEY_UINT, evaluate_duty, 2, 64),
         K("Manager", "EvaluateBlockMs", KEY_MSEC, evaluate_block_ms, 1000, 3600000),
         K("Manager", "EvaluateRetryMs", KEY_MSEC, evaluate_retry_ms, 60000, 7 * 86400000.0),
+        K("Manager", "Search", KEY_BOOL, search, 0, 0),
+        K("Manager", "SearchBlockMs", KEY_MSEC, search_block_ms, 1000, 3600000),
+        K("Manager", "SearchDuty", KEY_UINT, search_duty, 2, 64),
         K("Policy", "MinWindowCores", KEY_UINT, min_window_cores, 1, 65536),
         K("Policy", "WindowHeadroom", KEY_FRACTION, window_headroom, 0, 10),
         K("Policy", "MinLLCCPUs", KEY_UINT, min_llc_cpus, 1, 65536),
@@ -288,9 +291,11 @@ static int set_key(ParseState *ps, const KeyDef *k, const char *value) {
 static int add_opt_in(ParseState *ps, const char *cgroup, const char *text) {
         Config *c = ps->config;
         OptInEvaluate ev = OPTIN_EVALUATE_INHERIT;
+        OptInSearch search = OPTIN_SEARCH_INHERIT;
         char value[64] = "";
 
-        /* "POLICY" or "POLICY evaluate=auto|no" (blanks or a comma between). */
+        /* "POLICY" or "POLICY evaluate=auto|no search=yes|no" (blanks or a
+         * comma between). */
         size_t len = strcspn(text, " \t,");
         if (len < sizeof(value))
                 memcpy(value, text, len);
@@ -303,11 +308,14 @@ static int add_opt_in(ParseState *ps, const char *cgroup, const char *text) {
                 if (k < sizeof(opt))
                         memcpy(opt, p, k);
                 const char *v = startswith_literal(opt, "evaluate=");
-                if (!v || (ev = optin_evaluate_from_string(v)) <= OPTIN_EVALUATE_INHERIT)
-                        return parse_error(
-                                ps, ps->line,
-                                "[OptIn] %s=: unknown option '%.*s' (evaluate=auto or evaluate=no)", cgroup,
-                                (int) k, p);
+                const char *sv = startswith_literal(opt, "search=");
+                bool ok = v ? (ev = optin_evaluate_from_string(v)) > OPTIN_EVALUATE_INHERIT
+                            : sv && (search = optin_search_from_string(sv)) > OPTIN_SEARCH_INHERIT;
+                if (!ok)
+                        return parse_error(ps, ps->line,
+                                           "[OptIn] %s=: unknown option '%.*s' (evaluate=auto|no, "
+                                           "search=yes|no)",
+                                           cgroup, (int) k, p);
                 p += k;
         }
         CgroupPolicy p = cgroup_policy_from_string(value);
@@ -331,6 +339,7 @@ static int add_opt_in(ParseState *ps, const char *cgroup, const char *text) {
                 if (streq(c->opt_ins[i].cgroup, cgroup)) {
                         c->opt_ins[i].policy = p;
                         c->opt_ins[i].evaluate = ev;
+                        c->opt_ins[i].search = search;
                         free(c->opt_ins[i].origin);
                         c->opt_ins[i].origin = origin;
                         return 0;
@@ -348,7 +357,7 @@ static int add_opt_in(ParseState *ps, const char *cgroup, const char *text) {
                 return -ENOMEM;
         }
         c->opt_ins[c->n_opt_ins++] =
-                (OptInEntry){.cgroup = dup, .policy = p, .evaluate = ev, .origin = origin};
+                (OptInEntry){.cgroup = dup, .policy = p, .evaluate = ev, .search = search, .origin = origin};
         return 0;
 }
 

@@ -51,6 +51,7 @@ int cgroup_counters_read(const RootDir *root, const CgroupLocation *loc, uint64_
                         continue; /* it exited, or schedstat is off: it counts for nothing */
                 threads[n++] = (ThreadCounter){
                         .tid = (pid_t) tid,
+                        .run_ns = st.sum_exec_runtime_ns,
                         .run_delay_ns = st.run_delay_ns,
                         .pcount = st.pcount,
                 };
@@ -107,5 +108,26 @@ int cgroup_counters_values(const CgroupCounters *a, const CgroupCounters *b, Tri
                         (double) (b->pressure_some_us - a->pressure_some_us) / (dt * 1e6) * 100;
         }
         *ret = v;
+        return 0;
+}
+
+int cgroup_counters_load(const CgroupCounters *a, const CgroupCounters *b, double *ret_demand,
+                         unsigned *ret_busy) {
+        uint64_t ns = 0;
+        unsigned busy = 0;
+
+        if (!a || !b || !ret_demand || !ret_busy || b->at_us <= a->at_us)
+                return -EINVAL;
+        uint64_t dt_ns = (b->at_us - a->at_us) * NSEC_PER_USEC;
+        for (size_t i = 0; i < b->n; i++) {
+                const ThreadCounter *now = &b->threads[i], *then = find(a, now->tid);
+                bool same = then && now->run_ns >= then->run_ns && now->run_delay_ns >= then->run_delay_ns;
+                uint64_t run = same ? now->run_ns - then->run_ns : now->run_ns;
+                uint64_t wait = same ? now->run_delay_ns - then->run_delay_ns : now->run_delay_ns;
+                ns += run + wait;
+                busy += run * 100 >= dt_ns;
+        }
+        *ret_demand = (double) ns / (double) dt_ns;
+        *ret_busy = busy;
         return 0;
 }

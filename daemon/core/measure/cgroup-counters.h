@@ -18,7 +18,7 @@
 
 typedef struct ThreadCounter {
         pid_t tid;
-        uint64_t run_delay_ns, pcount;
+        uint64_t run_ns, run_delay_ns, pcount;
 } ThreadCounter;
 
 typedef struct CgroupCounters {
@@ -44,3 +44,10 @@ int cgroup_counters_read(const RootDir *root, const CgroupLocation *loc, uint64_
  * counts what it has; one that left takes its share with it, on both arms
  * alike. A signal without a figure (nothing ran) has has[] false. */
 int cgroup_counters_values(const CgroupCounters *a, const CgroupCounters *b, TrialValues *ret);
+
+/* The load between two reads, whatever the placement: the demand (CPU time
+ * run plus run-queue time waited, in CPUs; a group squeezed onto one core
+ * runs less and waits more, the sum stays) and the busy threads (those that
+ * ran at least 1% of the time). The placement search's phase (search.h). */
+int cgroup_counters_load(const CgroupCounters *a, const CgroupCounters *b, double *ret_demand,
+                         unsigned *ret_busy);

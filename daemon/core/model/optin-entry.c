@@ -169,3 +169,11 @@ static const char *const optin_evaluate_table[_OPTIN_EVALUATE_MAX] = {
 };
 
 DEFINE_STRING_TABLE_LOOKUP(optin_evaluate, OptInEvaluate, _OPTIN_EVALUATE_MAX);
+
+static const char *const optin_search_table[_OPTIN_SEARCH_MAX] = {
+        [OPTIN_SEARCH_INHERIT] = "",
+        [OPTIN_SEARCH_NO] = "no",
+        [OPTIN_SEARCH_YES] = "yes",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(optin_search, OptInSearch, _OPTIN_SEARCH_MAX);

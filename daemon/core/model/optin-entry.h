@@ -31,10 +31,25 @@ typedef enum OptInEvaluate {
 const char *optin_evaluate_to_string(OptInEvaluate e);
 OptInEvaluate optin_evaluate_from_string(const char *s);
 
+/* The placement search for one opt-in: as the global Search= (inherit), or
+ * yes, or no. */
+typedef enum OptInSearch {
+        OPTIN_SEARCH_INHERIT,
+        OPTIN_SEARCH_NO,
+        OPTIN_SEARCH_YES,
+        _OPTIN_SEARCH_MAX,
+        _OPTIN_SEARCH_INVALID = -EINVAL,
+} OptInSearch;
+
+/* "", "no", "yes" */
+const char *optin_search_to_string(OptInSearch s);
+OptInSearch optin_search_from_string(const char *s);
+
 typedef struct OptInEntry {
         char *cgroup; /* "/bench1", "/system.slice/app.service", or an absolute directory path */
         CgroupPolicy policy;
         OptInEvaluate evaluate;
+        OptInSearch search;
         char *origin; /* a config line: "FILE:LINE" of the line that set it, for messages; else NULL */
 } OptInEntry;
 

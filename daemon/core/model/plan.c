@@ -15,6 +15,7 @@ static const char *const action_policy_table[_ACTION_POLICY_MAX] = {
         [ACTION_POLICY_STICKY] = "sticky",
         [ACTION_POLICY_BALANCE] = "balance",
         [ACTION_POLICY_GUARD] = "guard",
+        [ACTION_POLICY_SEARCH] = "search",
 };
 
 DEFINE_STRING_TABLE_LOOKUP(action_kind, ActionKind, _ACTION_KIND_MAX);

@@ -24,6 +24,8 @@ typedef enum ActionPolicy {
         ACTION_POLICY_STICKY,  /* "sticky": prev-CPU stickiness, 1.2 */
         ACTION_POLICY_BALANCE, /* "balance": contention-aware balancing, 1.3 */
         ACTION_POLICY_GUARD,   /* "guard": a revert by the guard, 1.4 */
+        ACTION_POLICY_SEARCH,  /* "search": the placement search's candidate (the manager's, never the
+                                  engine's) */
         _ACTION_POLICY_MAX,
         _ACTION_POLICY_INVALID = -EINVAL,
 } ActionPolicy;

@@ -60,4 +60,7 @@ void settings_init_defaults(Settings *s) {
         s->evaluate_duty = 8;
         s->evaluate_block_ms = 30000;
         s->evaluate_retry_ms = 6 * 3600 * 1000;
+        s->search = false;
+        s->search_block_ms = 5000;
+        s->search_duty = 8;
 }

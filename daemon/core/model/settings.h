@@ -91,11 +91,17 @@ typedef struct Settings {
         /* Evaluate=auto (docs/TRIALS.md): a light trial for good per opted-in
          * cgroup, steering turned off where it hurts. The engine never reads
          * these; the manager does. */
-        bool evaluate;                /* Evaluate=, no (auto: yes) */
-        double harm_percent;          /* HarmPercent=, 2: the harm that turns steering off */
-        unsigned evaluate_duty;       /* EvaluateDuty=, 8: one hands-off block in this many */
-        uint64_t evaluate_block_ms;   /* EvaluateBlockMs=, 30000 */
-        uint64_t evaluate_retry_ms;   /* EvaluateRetryMs=, 6 h: steering is tried again after */
+        bool evaluate;              /* Evaluate=, no (auto: yes) */
+        double harm_percent;        /* HarmPercent=, 2: the harm that turns steering off */
+        unsigned evaluate_duty;     /* EvaluateDuty=, 8: one hands-off block in this many */
+        uint64_t evaluate_block_ms; /* EvaluateBlockMs=, 30000 */
+        uint64_t evaluate_retry_ms; /* EvaluateRetryMs=, 6 h: steering is tried again after */
+        /* The placement search (docs/POLICY.md, "Placement search"), run
+         * by the manager like Evaluate=; its harm is HarmPercent, its phase
+         * change GuardPercent. */
+        bool search;              /* Search=, no */
+        uint64_t search_block_ms; /* SearchBlockMs=, 5000 */
+        unsigned search_duty; /* SearchDuty=, 8: one re-check pair after this many blocks of the winner */
 } Settings;
 
 void settings_init_defaults(Settings *s);
