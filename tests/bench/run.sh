@@ -41,6 +41,7 @@ usage: tests/bench/run.sh [OPTIONS]
   --policy KEY=VAL   extra [Policy] setting for every steerd run (repeatable), e.g.
                      --policy GuardPercent=20 to try another default
   --period MS        SamplePeriodMs of the steerd runs (default 100)
+  --scale N          every workload N times as long (loops, iterations, seconds)
   --no-cost          skip the cost measurements (callgrind, fixtures, real threads)
   --cost-only        only the cost measurements
   --no-build         use the existing build-bench/steerd
@@ -49,7 +50,7 @@ EOF
 }
 
 ARGS_SEEN="$*"
-QUICK=0 REPS= OUT= ONLY_W= ONLY_C= DO_COST=1 DO_MATRIX=1 BUILD=1 PERIOD=100 SEED=
+QUICK=0 REPS= OUT= ONLY_W= ONLY_C= DO_COST=1 DO_MATRIX=1 BUILD=1 PERIOD=100 SEED= SCALE=1
 POLICY_EXTRA=()
 while [ $# -gt 0 ]; do
         case $1 in
@@ -61,6 +62,7 @@ while [ $# -gt 0 ]; do
         --configs) ONLY_C=$2; shift ;;
         --policy) POLICY_EXTRA+=("$2"); shift ;;
         --period) PERIOD=$2; shift ;;
+        --scale) SCALE=$2; shift ;;
         --no-cost) DO_COST=0 ;;
         --cost-only) DO_MATRIX=0 ;;
         --no-build) BUILD=0 ;;
@@ -74,6 +76,7 @@ done
 
 [ -z "$REPS" ] || [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "--reps: '$REPS' is not a positive number"
 [ -z "$SEED" ] || [[ $SEED =~ ^[0-9]+$ ]] || die "--seed: '$SEED' is not a number"
+[[ $SCALE =~ ^[1-9][0-9]*$ ]] || die "--scale: '$SCALE' is not a positive whole number"
 : "${REPS:=8}"
 : "${SEED:=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
 # Sizes (docs/BENCHMARKS.md "How long a run takes" has the arithmetic).
@@ -90,6 +93,13 @@ if [ "$QUICK" = 1 ]; then
         CONFIGS=(default default-aa latency)
         DO_COST=0
         WORKLOADS=(hb4cg)
+fi
+if [ "$SCALE" != 1 ]; then
+        # Longer runs, e.g. for the placement search, which starts afresh
+        # with each run's steerd: its search time is then a smaller part.
+        HB4_LOOPS=$((HB4_LOOPS * SCALE)) HB1_LOOPS=$((HB1_LOOPS * SCALE)) MSG_ITERS=$((MSG_ITERS * SCALE))
+        PIPE_LOOPS=$((PIPE_LOOPS * SCALE)) CYC_SECONDS=$((CYC_SECONDS * SCALE)) TB_SECONDS=$((TB_SECONDS * SCALE))
+        PH_LOOPS=$((PH_LOOPS * SCALE)) RING_HOPS=$((RING_HOPS * SCALE))
 fi
 OUT=${OUT:-$BENCH_DIR/results/latest}
 [ -n "$ONLY_C" ] && IFS=, read -ra CONFIGS <<<"$ONLY_C"

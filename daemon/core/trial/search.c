@@ -247,7 +247,7 @@ int search_start(Search *s, const Snapshot *snap, const char *path, uint64_t now
          * policy and the kernel place them, and their figures are read
          * afresh after a placement that confined them (the candidates come
          * from where they ran). */
-        if (usec_since(now_us, s->block_start_us) < s->block_us / 2)
+        if (s->lookup || usec_since(now_us, s->block_start_us) < s->block_us / 2)
                 return -EAGAIN;
         const CgroupSample *cs = find_cgroup(snap, path);
         if (!cs || !cs->allowed || hwloc_bitmap_iszero(cs->allowed))
@@ -420,13 +420,26 @@ static bool load_differs(const Search *s, const SearchBlock *b) {
                bd > s->phase_change * MAX((double) s->phase_busy, 1.0);
 }
 
-/* A new phase: its winner from memory, or a search afresh. */
-static SearchEvent new_phase(Search *s, const SearchBlock *b, uint64_t now_us) {
+/* A new phase: steerd's policy in force for a block first, whose load is
+ * the phase's key (memory keys are all measured under the policy: a
+ * placement moves the load itself). */
+static SearchEvent new_phase(Search *s) {
         s->phases++;
-        s->phase_demand = b->demand;
-        s->phase_busy = b->busy;
+        candidates_clear(s);
+        s->state = SEARCH_STATE_WANT;
+        s->winner = 0;
+        s->from_memory = false;
+        s->has_phase = false;
         s->phase_changed_blocks = 0;
-        uint64_t key = search_phase_key(b->demand, b->busy);
+        s->lookup = true;
+        return SEARCH_EVENT_PHASE;
+}
+
+/* The phase's first block of the policy: its winner from memory (held at
+ * once), else the search starts once candidates are given. */
+static SearchEvent look_up(Search *s, uint64_t now_us) {
+        uint64_t key = search_phase_key(s->phase_demand, s->phase_busy);
+        s->lookup = false;
         for (size_t i = 0; i < SEARCH_MEMORY; i++) {
                 const SearchMemory *m = &s->memory[i];
                 if (!m->used || m->key != key)
@@ -445,16 +458,9 @@ static SearchEvent new_phase(Search *s, const SearchBlock *b, uint64_t now_us) {
                 }
                 hold(s, w, now_us);
                 s->from_memory = true;
-                /* hold() measures the load afresh; this one is the phase's. */
-                s->has_phase = true;
                 return SEARCH_EVENT_FROM_MEMORY;
         }
-        candidates_clear(s);
-        s->state = SEARCH_STATE_WANT;
-        s->winner = 0;
-        s->from_memory = false;
-        s->has_phase = true;
-        return SEARCH_EVENT_PHASE;
+        return SEARCH_EVENT_NONE;
 }
 
 static SearchEvent end_pair(Search *s, uint64_t now_us) {
@@ -481,6 +487,7 @@ static SearchEvent end_pair(Search *s, uint64_t now_us) {
                         candidates_clear(s);
                         s->state = SEARCH_STATE_WANT;
                         s->winner = 0;
+                        s->has_phase = false; /* measured under the policy again */
                         return SEARCH_EVENT_LOST_CLAIM;
                 }
                 s->in_pair = false;
@@ -514,16 +521,27 @@ int search_end_block(Search *s, uint64_t now_us, const SearchBlock *b, SearchEve
         s->block_start_us = now_us;
         s->measuring = false;
 
-        if (b && b->has_load && isfinite(b->demand) && b->demand >= 0) {
+        /* The phase is read from the blocks of one placement only: the
+         * policy's while searching (and waiting), the winner's while
+         * holding. A placement moves the load itself (a ring on one core
+         * runs each hop faster: its demand halved), and two blocks of a
+         * candidate in a row, the end of one pair and the start of the
+         * next, are no new phase. */
+        size_t phase_arm = s->state == SEARCH_STATE_HOLDING ? s->winner : 0;
+        if (arm_index(s) == phase_arm && b && b->has_load && isfinite(b->demand) && b->demand >= 0) {
                 if (!s->has_phase) {
                         s->has_phase = true;
                         s->phase_demand = b->demand;
                         s->phase_busy = b->busy;
                         s->phase_changed_blocks = 0;
+                        if (s->lookup && s->state == SEARCH_STATE_WANT) {
+                                *ret_event = look_up(s, now_us);
+                                return 0;
+                        }
                 } else if (!load_differs(s, b))
                         s->phase_changed_blocks = 0;
                 else if (++s->phase_changed_blocks >= SEARCH_PHASE_BLOCKS) {
-                        *ret_event = new_phase(s, b, now_us);
+                        *ret_event = new_phase(s);
                         return 0;
                 }
         }

@@ -27,13 +27,17 @@
  * policy) re-checks it; a winner whose last pairs say it now loses beyond
  * HarmPercent loses its claim and the search starts again.
  *
- * Phases: each block's load (demand in CPUs, run plus wait, and the busy
- * threads; cgroup-counters.h) is compared with the phase's: a change beyond
- * `phase_change` (GuardPercent) in two blocks in a row is a new phase. Its
- * winner (or "not known") ends its claim; what won in a phase is kept under
- * the phase's key (demand and busy threads, on a log scale), the last
- * SEARCH_MEMORY of them: a phase that returns is placed from memory at once
- * and re-checked at the duty, a new one is searched afresh.
+ * Phases: the load of each block of one placement (steerd's policy while
+ * searching, the winner while holding: a placement moves the load itself)
+ * (demand in CPUs, run plus wait, and the busy threads; cgroup-counters.h)
+ * is compared with the phase's: a change beyond `phase_change`
+ * (GuardPercent) in two such blocks in a row is a new phase, and the
+ * winner's claim ends. One block of steerd's policy then measures the new
+ * phase's key (demand and busy threads, on a log scale: every key is
+ * measured under the policy, since a placement moves the load); what won in
+ * a phase is kept under its key, the last SEARCH_MEMORY of them: a phase
+ * that returns is placed from memory after that one block and re-checked at
+ * the duty, a new one is searched afresh.
  *
  * Nothing flaps: the placement changes only at a block's end, and a block is
  * at least three sample periods (SearchBlockMs=).
@@ -149,6 +153,7 @@ typedef struct Search {
         unsigned phase_busy;
         unsigned phase_changed_blocks;
         unsigned phases; /* phase changes seen */
+        bool lookup;     /* WANT: the next block of the policy looks the phase up in memory */
         SearchMemory memory[SEARCH_MEMORY];
 } Search;
 
@@ -164,7 +169,7 @@ typedef enum SearchEvent {
         SEARCH_EVENT_WON,         /* the search ended: c[winner] holds */
         SEARCH_EVENT_LOST_CLAIM,  /* the re-check says the winner loses now: searching afresh */
         SEARCH_EVENT_PHASE,       /* a new phase: searching afresh (WANT) */
-        SEARCH_EVENT_FROM_MEMORY, /* a new phase known from memory: placed at once */
+        SEARCH_EVENT_FROM_MEMORY, /* a new phase known from memory: placed after one block */
 } SearchEvent;
 
 /* -EINVAL for a block of 0, duty < 2, harm or phase_change not in (0, 1]. */
@@ -175,7 +180,8 @@ void search_done(Search *s);
 /* The candidates for the cgroup `path` of the snapshot, written into
  * s->c[1..] (c[0] is the policy), and the search starts (SEARCHING).
  * -EBUSY unless it waits for them (WANT); -EAGAIN while steerd's policy has
- * not run the cgroup for half a block yet; -ENOENT when the snapshot does
+ * not run the cgroup for half a block yet, or a new phase is still looked up
+ * in memory (its first block of the policy); -ENOENT when the snapshot does
  * not hold the cgroup; -ENODATA when it uses less than SEARCH_MIN_USE (or
  * only some of its threads were read). */
 int search_start(Search *s, const Snapshot *snap, const char *path, uint64_t now_us);
