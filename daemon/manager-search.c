@@ -198,7 +198,7 @@ static void place(Manager *m, ManagerSearch *ms, const Snapshot *snap, const Sea
                 stop_search(ms, "the actuator refused its placement (see the line before)");
 }
 
-static void log_event(ManagerSearch *ms, SearchEvent ev, uint64_t now_us) {
+static void log_event(ManagerSearch *ms, SearchEvent ev) {
         const Search *s = &ms->s;
         const SearchCandidate *w = &s->c[s->winner];
 
@@ -239,8 +239,8 @@ static void log_event(ManagerSearch *ms, SearchEvent ev, uint64_t now_us) {
                 return;
         case SEARCH_EVENT_PHASE:
                 log_struct(LOG_INFO, STEERD_MESSAGE_TRIAL,
-                           "Cgroup %s: its load changed (demand %.2f CPUs, %u busy threads): a new phase, "
-                           "searched afresh",
+                           "Cgroup %s: its load changed (demand %.2f CPUs, %u busy threads where it is "
+                           "placed): a new phase, looked up after one block of steerd's policy",
                            ms->cgroup, s->phase_demand, s->phase_busy);
                 return;
         case SEARCH_EVENT_FROM_MEMORY:
@@ -250,7 +250,6 @@ static void log_event(ManagerSearch *ms, SearchEvent ev, uint64_t now_us) {
                            ms->cgroup, s->phase_demand, s->phase_busy, w->label);
                 return;
         }
-        (void) now_us;
 }
 
 static void end_block(Manager *m, ManagerSearch *ms, const OptIn *o, uint64_t now_us) {
@@ -269,7 +268,7 @@ static void end_block(Manager *m, ManagerSearch *ms, const OptIn *o, uint64_t no
         ms->has_first = false;
         SearchEvent ev = SEARCH_EVENT_NONE;
         if (search_end_block(&ms->s, now_us, &b, &ev) >= 0)
-                log_event(ms, ev, now_us);
+                log_event(ms, ev);
 }
 
 static void tick_one(Manager *m, ManagerSearch *ms, uint64_t now_us, const Snapshot *snap) {

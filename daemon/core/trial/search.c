@@ -423,8 +423,11 @@ static bool load_differs(const Search *s, const SearchBlock *b) {
 /* A new phase: steerd's policy in force for a block first, whose load is
  * the phase's key (memory keys are all measured under the policy: a
  * placement moves the load itself). */
-static SearchEvent new_phase(Search *s) {
+static SearchEvent new_phase(Search *s, const SearchBlock *b) {
         s->phases++;
+        /* What was seen, for the log, until the policy's block measures it. */
+        s->phase_demand = b->demand;
+        s->phase_busy = b->busy;
         candidates_clear(s);
         s->state = SEARCH_STATE_WANT;
         s->winner = 0;
@@ -541,7 +544,7 @@ int search_end_block(Search *s, uint64_t now_us, const SearchBlock *b, SearchEve
                 } else if (!load_differs(s, b))
                         s->phase_changed_blocks = 0;
                 else if (++s->phase_changed_blocks >= SEARCH_PHASE_BLOCKS) {
-                        *ret_event = new_phase(s);
+                        *ret_event = new_phase(s, b);
                         return 0;
                 }
         }
