@@ -341,6 +341,64 @@ static void test_four_groups_two_per_cpu(void **unused) {
         world_done(&w);
 }
 
+/* This machine's shape, two LLCs of one core each, and hb1p's four groups
+ * of half a CPU whose threads ran on both: the LLC where most of a group
+ * ran is the first choice, but no core is given more groups than its room
+ * holds (three went on CPU 0 when capacity alone was counted: 1.47x the
+ * kernel's time). Two groups a CPU, none left out. */
+static void test_four_groups_two_llcs_room(void **unused) {
+        (void) unused;
+        World w;
+        const size_t size = 40;
+
+        world_init(&w, 2, 1);
+        for (unsigned g = 0; g < 4; g++)
+                add_mesh(&w, 200 + (pid_t) (size * g), size, 0, 12.5, 100);
+        run(&w, w.st.sticky_ticks + 4 * size / w.st.sticky_max_pins + 2, ACTION_SET_THREAD_CPUS);
+        unsigned on[2] = {}, placed = 0;
+        for (unsigned g = 0; g < 4; g++) {
+                _cleanup_(freep) char *m = NULL;
+                if (!together(&w, size * g, size, &m) || strlen(m) != 1)
+                        continue;
+                placed++;
+                on[m[0] - '0']++;
+        }
+        assert_int_equal(placed, 4);
+        assert_int_equal(on[0], 2);
+        assert_int_equal(on[1], 2);
+        /* Every CPU's groups fit it, tick after tick. */
+        for (unsigned t = 0; t < 5; t++) {
+                _cleanup_plan_ Plan *plan = world_step(&w);
+                assert_int_equal(plan->n_actions, 0);
+        }
+        world_done(&w);
+}
+
+/* Groups bigger than the room left: the ones that fit are placed, the
+ * rest stay where the kernel puts them (never piled on a full core). */
+static void test_groups_beyond_room_left_free(void **unused) {
+        (void) unused;
+        World w;
+        const size_t size = 20;
+
+        world_init(&w, 2, 1);
+        for (unsigned g = 0; g < 4; g++)
+                add_mesh(&w, 600 + (pid_t) (size * g), size, 0, 30, 100); /* 600 each */
+        run(&w, w.st.sticky_ticks + 4 * size / w.st.sticky_max_pins + 2, ACTION_SET_THREAD_CPUS);
+        double util_on[2] = {};
+        unsigned placed = 0;
+        for (unsigned g = 0; g < 4; g++) {
+                _cleanup_(freep) char *m = NULL;
+                if (!together(&w, size * g, size, &m) || strlen(m) != 1)
+                        continue;
+                placed++;
+                util_on[m[0] - '0'] += 600;
+        }
+        assert_int_equal(placed, 2);
+        assert_true(util_on[0] <= 1024 && util_on[1] <= 1024);
+        world_done(&w);
+}
+
 /* One 40-thread all-to-all (perf bench messaging): one group, never
  * squeezed onto fewer CPUs, nothing pinned. */
 static void test_one_mesh_not_squeezed(void **unused) {
@@ -625,6 +683,8 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_two_pingpongs_two_pairs),
                 cmocka_unit_test(test_four_groups_two_per_cpu),
+                cmocka_unit_test(test_four_groups_two_llcs_room),
+                cmocka_unit_test(test_groups_beyond_room_left_free),
                 cmocka_unit_test(test_one_mesh_not_squeezed),
                 cmocka_unit_test(test_group_not_below_demand),
                 cmocka_unit_test(test_groups_one_llc_each),

@@ -12,13 +12,13 @@
  * swing between 20 and 300 a second from tick to tick, for runs of about
  * 100 us: no talker threshold). A group of two
  * talkers (policy_thread_talks()) is a pair (policy-pair.c). Groups of three or more are placed when a
- * cgroup has two or more groups: each on the fewest whole cores that hold its util, in one LLC, the groups
- * balanced over the cgroup's cores by util, largest first (hackbench -g 4 in one process: two groups per CPU
- * on two CPUs, the placement that ran 30% faster by hand). A single group is a mesh that stays where the
- * kernel puts it: it is never squeezed (perf bench messaging's 40 threads on one CPU ran 23% slower). The
- * kernel series' lessons hold: a group is never placed below its util, nor into an LLC overloaded without
- * it. The guard judges a group by its progress (its wakeups per second), on its lead (lowest tid); a revert
- * lets the whole group go and backs the cgroup's pins off. */
+ * cgroup has two or more groups: each on the fewest whole cores whose room holds its util, in one LLC, the
+ * groups balanced over the cgroup's cores by util, largest first (hackbench -g 4 in one process: two groups
+ * per CPU on two CPUs, the placement that ran 30% faster by hand). A single group is a mesh that stays where
+ * the kernel puts it: it is never squeezed (perf bench messaging's 40 threads on one CPU ran 23% slower).
+ * The kernel series' lessons hold: a group is never placed below its util, nor into an LLC overloaded
+ * without it. The guard judges a group by its progress (its wakeups per second), on its lead (lowest tid); a
+ * revert lets the whole group go and backs the cgroup's pins off. */
 
 /* An edge links two talkers when it carries at least this share of the
  * quieter one's wakeups: a hackbench thread talks to 20 others (5% each),
@@ -179,7 +179,8 @@ bool policy_grouped(ThreadState *const *set, size_t n, const ThreadState *t) {
 }
 
 bool policy_grouped_recently(const PolicyCtx *ctx, const ThreadState *t) {
-        return t->grouped_us > 0 && ctx->now_us >= t->grouped_us && ctx->now_us - t->grouped_us < GROUP_MEMORY_US;
+        return t->grouped_us > 0 && ctx->now_us >= t->grouped_us &&
+               ctx->now_us - t->grouped_us < GROUP_MEMORY_US;
 }
 
 int policy_groups_apart(const PolicyCtx *ctx, const CgroupState *c, bool *ret) {
