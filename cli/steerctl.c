@@ -71,6 +71,10 @@ static void help(void) {
                "                       opt-in: keep a light trial running for good and turn\n"
                "                       steering off where it hurts (auto, the default of the\n"
                "                       option), or never (no); without it: the config's Evaluate=\n"
+               "     --search[=yes|no]\n"
+               "                       opt-in: search the cgroup's placements by experiment and\n"
+               "                       keep the one that wins (yes, the default of the option),\n"
+               "                       or never (no); without it: the config's Search=\n"
                "     --once            top: print one frame and exit\n"
                "  -n --iterations=N    top: print N frames and exit\n"
                "  -d --delay=SECONDS   top: time between frames (default 1, e.g. 0.5)\n"
@@ -198,6 +202,7 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 ARG_SHOW,
                 ARG_NO_WAIT,
                 ARG_EVALUATE,
+                ARG_SEARCH,
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -219,6 +224,7 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                 {"show", no_argument, NULL, ARG_SHOW},
                 {"no-wait", no_argument, NULL, ARG_NO_WAIT},
                 {"evaluate", optional_argument, NULL, ARG_EVALUATE},
+                {"search", optional_argument, NULL, ARG_SEARCH},
                 {},
         };
         int c;
@@ -304,6 +310,12 @@ static int parse_argv(int argc, char *argv[], Args *args) {
                                 return log_error_errno(EINVAL, "--evaluate: '%s' is neither auto nor no.",
                                                        args->evaluate);
                         break;
+                case ARG_SEARCH:
+                        args->search = optarg ?: "yes";
+                        if (!streq(args->search, "yes") && !streq(args->search, "no"))
+                                return log_error_errno(EINVAL, "--search: '%s' is neither yes nor no.",
+                                                       args->search);
+                        break;
                 case ARG_NO_WAIT:
                         args->trial_no_wait = true;
                         args->trial_options_set = true;
@@ -345,6 +357,8 @@ static int dispatch_verb(int argc, char *argv[], const Args *args) {
                 return log_error("--policy is only valid with opt-in."), EXIT_USAGE;
         if (args->evaluate && !streq(verb->name, "opt-in"))
                 return log_error("--evaluate is only valid with opt-in."), EXIT_USAGE;
+        if (args->search && !streq(verb->name, "opt-in"))
+                return log_error("--search is only valid with opt-in."), EXIT_USAGE;
         if (args->reset && !streq(verb->name, "mode"))
                 return log_error("--reset is only valid with mode."), EXIT_USAGE;
         if (args->reset && argc > 1)

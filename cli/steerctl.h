@@ -24,6 +24,7 @@ typedef struct Args {
         bool no_pager;        /* accepted for systemd compatibility; steerctl never pages */
         const char *policy;   /* opt-in --policy, NULL: latency */
         const char *evaluate; /* opt-in --evaluate: auto | no; NULL: the config's Evaluate= */
+        const char *search;   /* opt-in --search: yes | no; NULL: the config's Search= */
         uint64_t iterations;  /* top: frames to print, 0 = until interrupted */
         uint64_t delay_usec;  /* top: time between frames */
         bool top_options_set; /* --once, --iterations or --delay was given */

@@ -150,7 +150,10 @@ int verb_opt_in(int argc, char *argv[], const Args *args) {
         r = bus_connect(&bus);
         if (r < 0)
                 return r;
-        if (args->evaluate)
+        if (args->search)
+                r = bus_call(bus, "OptInWithOptions", &error, NULL, "ssa{ss}", cgroup, policy, 2, "evaluate",
+                             args->evaluate ?: "", "search", args->search);
+        else if (args->evaluate)
                 r = bus_call(bus, "OptInEx", &error, NULL, "sss", cgroup, policy, args->evaluate);
         else
                 r = bus_call(bus, "OptIn", &error, NULL, "ss", cgroup, policy);

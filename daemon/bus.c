@@ -267,12 +267,47 @@ static int too_many_rules(sd_bus_error *error, bool opt_in) {
                                  STEERD_RUNTIME_RULES_MAX);
 }
 
-static int opt_in(sd_bus_message *msg, Manager *m, bool ex, sd_bus_error *error) {
-        const char *cgroup, *policy, *evaluate = "";
+typedef enum OptInArgs {
+        OPT_IN_ARGS_PLAIN,   /* OptIn(s cgroup, s policy) */
+        OPT_IN_ARGS_EX,      /* OptInEx(..., s evaluate) */
+        OPT_IN_ARGS_OPTIONS, /* OptInWithOptions(..., a{ss} options) */
+} OptInArgs;
+
+/* OptInWithOptions' dictionary: evaluate and search, each "" for the
+ * global setting. An unknown key is refused, not ignored: an operator who
+ * typed "serach" must not get an opt-in without the search he asked for. */
+static int read_opt_in_options(sd_bus_message *msg, const char **evaluate, const char **search,
+                               sd_bus_error *error) {
+        const char *k, *v;
         int r;
 
-        r = ex ? sd_bus_message_read(msg, "sss", &cgroup, &policy, &evaluate)
-               : sd_bus_message_read(msg, "ss", &cgroup, &policy);
+        r = sd_bus_message_enter_container(msg, 'a', "{ss}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(msg, "{ss}", &k, &v)) > 0) {
+                if (streq(k, "evaluate"))
+                        *evaluate = v;
+                else if (streq(k, "search"))
+                        *search = v;
+                else
+                        return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
+                                                 "Unknown option '%.64s': use evaluate or search", k);
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(msg);
+}
+
+static int opt_in(sd_bus_message *msg, Manager *m, OptInArgs args, sd_bus_error *error) {
+        const char *cgroup, *policy, *evaluate = "", *search = "";
+        int r;
+
+        if (args == OPT_IN_ARGS_EX)
+                r = sd_bus_message_read(msg, "sss", &cgroup, &policy, &evaluate);
+        else
+                r = sd_bus_message_read(msg, "ss", &cgroup, &policy);
+        if (r >= 0 && args == OPT_IN_ARGS_OPTIONS)
+                r = read_opt_in_options(msg, &evaluate, &search, error);
         if (r < 0)
                 return r;
         r = verify_privileged(m, msg, error);
@@ -290,7 +325,12 @@ static int opt_in(sd_bus_message *msg, Manager *m, bool ex, sd_bus_error *error)
                 return sd_bus_error_setf(
                         error, STEERD_ERROR_INVALID_ARGUMENT,
                         "Unknown evaluate '%.64s': use auto, no or \"\" (the global Evaluate=)", evaluate);
-        r = manager_opt_in_full(m, cgroup, p, ev);
+        OptInSearch se = optin_search_from_string(search);
+        if (se < 0)
+                return sd_bus_error_setf(error, STEERD_ERROR_INVALID_ARGUMENT,
+                                         "Unknown search '%.64s': use yes, no or \"\" (the global Search=)",
+                                         search);
+        r = manager_opt_in_full(m, cgroup, p, ev, se);
         if (r == -ENOENT)
                 return sd_bus_error_setf(error, STEERD_ERROR_NO_SUCH_CGROUP,
                                          "No cgroup %s in the cgroup2 or cpuset hierarchy", cgroup);
@@ -307,11 +347,15 @@ static int opt_in(sd_bus_message *msg, Manager *m, bool ex, sd_bus_error *error)
 }
 
 static int method_opt_in(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return opt_in(msg, userdata, /* ex= */ false, error);
+        return opt_in(msg, userdata, OPT_IN_ARGS_PLAIN, error);
 }
 
 static int method_opt_in_ex(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return opt_in(msg, userdata, /* ex= */ true, error);
+        return opt_in(msg, userdata, OPT_IN_ARGS_EX, error);
+}
+
+static int method_opt_in_with_options(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return opt_in(msg, userdata, OPT_IN_ARGS_OPTIONS, error);
 }
 
 static int method_opt_out(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -619,6 +663,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_opt_in, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("OptInEx", SD_BUS_ARGS("s", cgroup, "s", policy, "s", evaluate),
                                 SD_BUS_NO_RESULT, method_opt_in_ex, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("OptInWithOptions", SD_BUS_ARGS("s", cgroup, "s", policy, "a{ss}", options),
+                                SD_BUS_NO_RESULT, method_opt_in_with_options, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("OptOut", SD_BUS_ARGS("s", cgroup), SD_BUS_NO_RESULT, method_opt_out,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListCgroups", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssu)", cgroups),

@@ -115,10 +115,11 @@ int manager_reset_mode(Manager *m) {
 }
 
 int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy) {
-        return manager_opt_in_full(m, cgroup, policy, OPTIN_EVALUATE_INHERIT);
+        return manager_opt_in_full(m, cgroup, policy, OPTIN_EVALUATE_INHERIT, OPTIN_SEARCH_INHERIT);
 }
 
-int manager_opt_in_full(Manager *m, const char *cgroup, CgroupPolicy policy, OptInEvaluate evaluate) {
+int manager_opt_in_full(Manager *m, const char *cgroup, CgroupPolicy policy, OptInEvaluate evaluate,
+                        OptInSearch search) {
         OptInRuleKind kind = optin_rule_kind(cgroup);
         char why[CGROUP_WHY_MAX];
         uint64_t now;
@@ -139,7 +140,7 @@ int manager_opt_in_full(Manager *m, const char *cgroup, CgroupPolicy policy, Opt
                         return r;
                 cgroup_location_done(&loc);
         }
-        r = runtime_state_opt_in_full(&m->runtime, cgroup, policy, evaluate);
+        r = runtime_state_opt_in_full(&m->runtime, cgroup, policy, evaluate, search);
         if (r < 0)
                 return r;
         save_runtime(m);

@@ -150,8 +150,9 @@ const char *manager_mode_origin(const Manager *m, char *buf, size_t size);
  * (optin_rule_check()); -E2BIG if it is new and STEERD_RUNTIME_RULES_MAX
  * runtime opt-ins (opt-outs) are kept already. */
 int manager_opt_in(Manager *m, const char *cgroup, CgroupPolicy policy);
-/* The same with the opt-in's own Evaluate= (INHERIT: the global one). */
-int manager_opt_in_full(Manager *m, const char *cgroup, CgroupPolicy policy, OptInEvaluate evaluate);
+/* The same with the opt-in's own Evaluate= and Search= (INHERIT: the global ones). */
+int manager_opt_in_full(Manager *m, const char *cgroup, CgroupPolicy policy, OptInEvaluate evaluate,
+                        OptInSearch search);
 int manager_opt_out(Manager *m, const char *cgroup);
 void manager_counters(const Manager *m, ManagerCounters *ret);
 /* Why the last tick did what it did for an opted-in cgroup (its name, or

@@ -39,6 +39,11 @@
  *                                        OptIn with the opt-in's own Evaluate=: auto (a light trial
  *                                        for good, steering off where it hurts), no, or "" (the
  *                                        config's Evaluate=)
+ *   OptInWithOptions(s cgroup, s policy, a{ss} options)
+ *                                        OptIn with options: "evaluate" (auto, no, "") and
+ *                                        "search" (yes, no, "": the config's Search=, the
+ *                                        placement search for this opt-in); an unknown key or
+ *                                        value is InvalidArgument and nothing changes
  *   OptOut(s cgroup)                     root or polkit; gives the cgroup's CPUs back; a glob or
  *                                        unit name opts that rule out (also the config's); at
  *                                        most STEERD_RUNTIME_RULES_MAX opt-outs are kept

@@ -383,6 +383,7 @@ want_methods = {
     "ResetMode": ((), ("b",)),
     "OptIn": (("s", "s"), ()),
     "OptInEx": (("s", "s", "s"), ()),
+    "OptInWithOptions": (("s", "s", "a{ss}"), ()),
     "OptOut": (("s",), ()),
     "ListCgroups": ((), ("a(sssssu)",)),
     "ListCgroupsEx": ((), ("a(sssssus)",)),
@@ -484,6 +485,20 @@ sctl 2 mode turbo
 sctl 2 mode --reset latency
 sctl 2 status --reset
 sctl 4 opt-out "/$NAME-b"
+# OptInWithOptions: an unknown key (a typo must not opt in without what
+# was asked) or value is refused by name, and nothing changes.
+bad_options() { # ERROR KEY VALUE
+        dbus-send --system --print-reply --dest=org.steerd1 /org/steerd1 org.steerd1.Manager.OptInWithOptions \
+                string:"/$NAME-b" string:latency "dict:string:string:$2,$3" >/dev/null 2>"$TMP/err" &&
+                fail "OptInWithOptions $2=$3 succeeded"
+        grep -q "$1" "$TMP/err" || fail "OptInWithOptions $2=$3: expected $1, got: $(head -c 300 "$TMP/err")"
+        [ "$(list_now)" = "$LIST" ] || fail "OptInWithOptions $2=$3 changed the opt-ins"
+}
+bad_options org.steerd1.Error.InvalidArgument serach yes
+bad_options org.steerd1.Error.InvalidArgument search maybe
+bad_options org.steerd1.Error.InvalidArgument evaluate sometimes
+sctl 2 opt-in "/$NAME-b" --search=maybe
+sctl 2 status --search
 echo "bad arguments: ok"
 
 # ---- restart: what steerctl changed persists (PersistRuntime=yes) ----
@@ -505,12 +520,19 @@ stop_daemon() {
         [ $rc = 0 ] || fail "steerd exited $rc on SIGTERM"
 }
 sctl 0 mode balanced
+sctl 0 opt-in "/$NAME-b" --search --evaluate=no
 KEPT=$(list_now)
 grep -q "\"runtime\"" <<<"$KEPT" || fail "no runtime opt-in to carry over: $KEPT"
 stop_daemon
 start_daemon "$TMP/steerd.conf"
 [ "$(mode_now)" = balanced ] || fail "the mode set with steerctl did not survive a restart: $(mode_now)"
 [ "$(list_now)" = "$KEPT" ] || fail "the runtime opt-ins did not survive a restart: $(list_now) vs $KEPT"
+python3 -c '
+import json, sys
+e = [o for o in json.load(open(sys.argv[1]))["opt_ins"] if o["cgroup"] == sys.argv[2]]
+sys.exit(0 if e and e[0].get("search") == "yes" and e[0].get("evaluate") == "no" else 1)' \
+        "$TMP/state/runtime.json" "/$NAME-b" ||
+        fail "opt-in --search --evaluate=no is not in runtime.json: $(cat "$TMP/state/runtime.json")"
 # Where the mode comes from: the saved steerctl mode, not the config's Mode=observe.
 grep -Eq 'started: mode balanced, set by steerctl at [0-9-]+ [0-9:]+ UTC \(.*runtime.json; the config .* says observe\)' "$TMP/steerd.log" ||
         fail "the start line does not say the mode came from steerctl: $(grep started: "$TMP/steerd.log" | tail -1)"

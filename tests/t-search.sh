@@ -100,5 +100,22 @@ for _ in $(seq 50); do
 done
 [ -n "$back" ] || fail "after the opt-out /$NAME has CPUs '$now' (was '$ORIG'), records: $(cat "$TMP/run/state.json")"
 grep -q "Cgroup /$NAME: placement search 2 started" "$TMP/steerd.log" && echo "note: a second search started (a phase change)"
+
+# Opted in by steerctl with --search (the config's Search= is no): its
+# search is on too; --search=no takes it off again.
+mkcg "$NAME-rt"
+"$STEERCTL" opt-in "/$NAME-rt" --search >"$TMP/out" 2>&1 || fail "opt-in --search failed: $(cat "$TMP/out")"
+wait_log "Cgroup /$NAME-rt: placement search on (Search=yes)" 5 || fail "no search for /$NAME-rt opted in with --search"
+"$STEERCTL" opt-in "/$NAME-rt" --search=no >"$TMP/out" 2>&1 || fail "opt-in --search=no failed: $(cat "$TMP/out")"
+sleep 1.5 # a few ticks (quiet ticks are up to 8 periods apart): the search ends at one
+"$STEERCTL" opt-in "/$NAME-rt" --search >"$TMP/out" 2>&1 || fail "opt-in --search again failed: $(cat "$TMP/out")"
+for _ in $(seq 50); do
+        [ "$(grep -c "Cgroup /$NAME-rt: placement search on" "$TMP/steerd.log")" -ge 2 ] && break
+        sleep 0.1
+done
+[ "$(grep -c "Cgroup /$NAME-rt: placement search on" "$TMP/steerd.log")" = 2 ] ||
+        fail "--search=no then --search did not end and start the search again"
+"$STEERCTL" opt-out "/$NAME-rt" >/dev/null 2>&1 || fail "opt-out of /$NAME-rt failed"
+echo "steerctl opt-in --search: the search on, off with --search=no, on again"
 kill -0 "$DAEMON" 2>/dev/null || fail "steerd died"
 echo "ok: search started, placed, ended, given back"

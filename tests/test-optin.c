@@ -282,10 +282,15 @@ static void test_runtime_state(void **state) {
         s.has_mode = true;
         s.mode = MODE_LATENCY;
         assert_int_equal(runtime_state_opt_in(&s, "/a", CGROUP_POLICY_LATENCY), 0);
-        assert_int_equal(runtime_state_opt_in_full(&s, "/b", CGROUP_POLICY_BALANCED, OPTIN_EVALUATE_AUTO),
+        assert_int_equal(runtime_state_opt_in_full(&s, "/b", CGROUP_POLICY_BALANCED, OPTIN_EVALUATE_AUTO,
+                                                   OPTIN_SEARCH_YES),
                          0);
-        assert_int_equal(runtime_state_opt_in_full(&s, "/b", CGROUP_POLICY_BALANCED, 7), -EINVAL);
-        assert_int_equal(runtime_state_opt_out(&s, "/a"), 0); /* opt-out removes the opt-in */
+        assert_int_equal(runtime_state_opt_in_full(&s, "/b", CGROUP_POLICY_BALANCED, 7, OPTIN_SEARCH_YES),
+                         -EINVAL);
+        assert_int_equal(runtime_state_opt_in_full(&s, "/b", CGROUP_POLICY_BALANCED, OPTIN_EVALUATE_AUTO, 9),
+                         -EINVAL);
+        assert_int_equal(s.opt_ins[1].search, OPTIN_SEARCH_YES); /* a refused edit changed nothing */
+        assert_int_equal(runtime_state_opt_out(&s, "/a"), 0);    /* opt-out removes the opt-in */
         assert_int_equal(runtime_state_opt_out(&s, "/c"), 0);
         assert_int_equal(s.n_opt_ins, 1);
         assert_true(runtime_state_opted_out(&s, "/a"));
@@ -302,6 +307,7 @@ static void test_runtime_state(void **state) {
         assert_string_equal(back.opt_ins[0].cgroup, "/b");
         assert_int_equal(back.opt_ins[0].policy, CGROUP_POLICY_BALANCED);
         assert_int_equal(back.opt_ins[0].evaluate, OPTIN_EVALUATE_AUTO);
+        assert_int_equal(back.opt_ins[0].search, OPTIN_SEARCH_YES);
         assert_int_equal(back.n_opt_outs, 2);
         assert_int_equal(runtime_state_opt_in(&back, "/a", CGROUP_POLICY_LATENCY), 0); /* and back */
         assert_false(runtime_state_opted_out(&back, "/a"));
@@ -318,6 +324,11 @@ static void test_runtime_state(void **state) {
         free(bad);
         test_write_file(dir, "runtime.json",
                         "{\"opt_ins\": [{\"cgroup\": \"../etc\", \"policy\": \"latency\"}]}");
+        assert_int_equal(runtime_state_load(path, &back), 0);
+        assert_int_equal(back.n_opt_ins, 0);
+        test_write_file(
+                dir, "runtime.json",
+                "{\"opt_ins\": [{\"cgroup\": \"/a\", \"policy\": \"latency\", \"search\": \"maybe\"}]}");
         assert_int_equal(runtime_state_load(path, &back), 0);
         assert_int_equal(back.n_opt_ins, 0);
         /* Rules survive a restart as written. */

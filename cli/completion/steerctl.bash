@@ -122,7 +122,7 @@ _steerctl() {
         local -a modes=(off observe latency balanced)
         local -a policies=(latency balanced)
         local -a common=(-h --help --version --json --json= --no-legend --no-pager)
-        local -a policy_opts=(-p --policy --policy= --evaluate --evaluate=)
+        local -a policy_opts=(-p --policy --policy= --evaluate --evaluate= --search --search=)
         local -a top_opts=(--once -n --iterations --iterations= -d --delay --delay=)
         local -a mode_opts=(--reset)
         local -a trial_opts=(--duration --duration= --block --block= --metric --metric=
@@ -164,6 +164,12 @@ _steerctl() {
         --evaluate)
                 if $split; then
                         _steerctl_match auto no
+                        return
+                fi
+                ;;
+        --search)
+                if $split; then
+                        _steerctl_match yes no
                         return
                 fi
                 ;;

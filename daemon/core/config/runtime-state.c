@@ -41,16 +41,18 @@ static int remove_opt_out(RuntimeState *s, const char *cgroup) {
 }
 
 int runtime_state_opt_in(RuntimeState *s, const char *cgroup, CgroupPolicy p) {
-        return runtime_state_opt_in_full(s, cgroup, p, OPTIN_EVALUATE_INHERIT);
+        return runtime_state_opt_in_full(s, cgroup, p, OPTIN_EVALUATE_INHERIT, OPTIN_SEARCH_INHERIT);
 }
 
-int runtime_state_opt_in_full(RuntimeState *s, const char *cgroup, CgroupPolicy p, OptInEvaluate ev) {
-        if (ev < 0 || ev >= _OPTIN_EVALUATE_MAX)
+int runtime_state_opt_in_full(RuntimeState *s, const char *cgroup, CgroupPolicy p, OptInEvaluate ev,
+                              OptInSearch search) {
+        if (ev < 0 || ev >= _OPTIN_EVALUATE_MAX || search < 0 || search >= _OPTIN_SEARCH_MAX)
                 return -EINVAL;
         for (size_t i = 0; i < s->n_opt_ins; i++)
                 if (streq(s->opt_ins[i].cgroup, cgroup)) {
                         s->opt_ins[i].policy = p;
                         s->opt_ins[i].evaluate = ev;
+                        s->opt_ins[i].search = search;
                         remove_opt_out(s, cgroup);
                         return 0;
                 }
@@ -64,7 +66,8 @@ int runtime_state_opt_in_full(RuntimeState *s, const char *cgroup, CgroupPolicy 
         char *d = strdup(cgroup);
         if (!d)
                 return -ENOMEM;
-        s->opt_ins[s->n_opt_ins++] = (OptInEntry){.cgroup = d, .policy = p, .evaluate = ev};
+        s->opt_ins[s->n_opt_ins++] =
+                (OptInEntry){.cgroup = d, .policy = p, .evaluate = ev, .search = search};
         return 0;
 }
 
@@ -157,10 +160,15 @@ static int parse_opt_ins(json_object *v, RuntimeState *s, Checker *k) {
                     (!json_object_is_type(x, json_type_string) ||
                      (ev = optin_evaluate_from_string(json_object_get_string(x))) < 0))
                         return -EBADMSG;
+                OptInSearch search = OPTIN_SEARCH_INHERIT;
+                if (json_object_object_get_ex(e, "search", &x) &&
+                    (!json_object_is_type(x, json_type_string) ||
+                     (search = optin_search_from_string(json_object_get_string(x))) < 0))
+                        return -EBADMSG;
                 int r = check_rule(k, true, i, cg);
                 if (r < 0 || pol < 0)
                         return -EBADMSG;
-                r = runtime_state_opt_in_full(s, cg, pol, ev);
+                r = runtime_state_opt_in_full(s, cg, pol, ev, search);
                 if (r < 0)
                         return r;
         }
@@ -259,6 +267,10 @@ int runtime_state_save(const RuntimeState *s, const char *path) {
                         json_object_object_add(
                                 e, "evaluate",
                                 json_object_new_string(optin_evaluate_to_string(s->opt_ins[i].evaluate)));
+                if (s->opt_ins[i].search != OPTIN_SEARCH_INHERIT)
+                        json_object_object_add(
+                                e, "search",
+                                json_object_new_string(optin_search_to_string(s->opt_ins[i].search)));
                 json_object_array_add(ins, e);
         }
         for (size_t i = 0; i < s->n_opt_outs; i++)

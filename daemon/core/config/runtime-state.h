@@ -39,7 +39,9 @@ int runtime_state_save(const RuntimeState *s, const char *path);
  * rule beyond STEERD_RUNTIME_RULES_MAX in its list is -E2BIG, and then
  * nothing changed. */
 int runtime_state_opt_in(RuntimeState *s, const char *cgroup, CgroupPolicy p);
-/* The same with Evaluate= for this opt-in (-EINVAL out of range). */
-int runtime_state_opt_in_full(RuntimeState *s, const char *cgroup, CgroupPolicy p, OptInEvaluate ev);
+/* The same with Evaluate= and Search= for this opt-in (-EINVAL out of
+ * range; INHERIT: the global setting). */
+int runtime_state_opt_in_full(RuntimeState *s, const char *cgroup, CgroupPolicy p, OptInEvaluate ev,
+                              OptInSearch search);
 int runtime_state_opt_out(RuntimeState *s, const char *cgroup);
 bool runtime_state_opted_out(const RuntimeState *s, const char *cgroup);
