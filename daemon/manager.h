@@ -102,6 +102,7 @@ typedef struct Manager {
         FILE *tick_stats;
         bool keep_open;
         unsigned tick_kinds[_ACTION_KIND_MAX];      /* this tick's applied plan, by kind */
+        unsigned tick_fds;                          /* descriptors at the last count (--tick-stats) */
         unsigned tick_policies[_ACTION_POLICY_MAX]; /* and by the policy that decided it */
 } Manager;
 

@@ -9,6 +9,7 @@
 #include "ewma.h"
 #include "log.h"
 #include "plan.h"
+#include "random.h"
 #include "settings.h"
 #include "snapshot-json.h"
 #include "snapshot.h"
@@ -36,6 +37,46 @@ static void test_cpuset(void **state) {
                 if (cpuset_parse(bad[i], &set) != -EINVAL)
                         fail_msg("'%s' was accepted", bad[i]);
                 assert_null(set);
+        }
+}
+
+/* steerd's own list writer (cpuset.c) against hwloc's, which it replaced
+ * for speed: the same text for random sets of every density, sets past
+ * 1,024 CPUs, infinite ones ("8-") and the empty one; and
+ * cpuset_to_string()'s truncation at every buffer size. */
+static void test_cpuset_format_as_hwloc(void **state) {
+        uint64_t seed = 0x5eed;
+
+        for (unsigned round = 0; round < 3000; round++) {
+                _cleanup_cpuset_ CpuSet set = hwloc_bitmap_alloc();
+                unsigned span = 1 + (unsigned) (splitmix64(&seed) % 2100),
+                         density = (unsigned) (splitmix64(&seed) % 101);
+                char *mine = NULL, *theirs = NULL, small[CPUSET_STRLEN];
+
+                assert_non_null(set);
+                for (unsigned c = 0; c < span; c++)
+                        if (splitmix64(&seed) % 100 < density)
+                                hwloc_bitmap_set(set, c);
+                if (round % 7 == 0)
+                        hwloc_bitmap_set_range(set, span, -1);
+                assert_int_equal(cpuset_format(set, &mine), 0);
+                assert_true(hwloc_bitmap_list_asprintf(&theirs, set) >= 0);
+                assert_string_equal(mine, theirs);
+
+                size_t size = (size_t) (splitmix64(&seed) % 40);
+                char want[64];
+                cpuset_to_string(set, small, MAX(size, (size_t) 1));
+                if (hwloc_bitmap_iszero(set))
+                        snprintf(want, sizeof(want), "(none)");
+                else {
+                        snprintf(want, MAX(size, (size_t) 1), "%s", theirs);
+                        if (strlen(theirs) >= MAX(size, (size_t) 1) && size > 4)
+                                strcpy(want + size - 4, "...");
+                }
+                want[MAX(size, (size_t) 1) - 1] = '\0';
+                assert_string_equal(small, want);
+                free(mine);
+                free(theirs);
         }
 }
 
@@ -233,10 +274,10 @@ static void test_string_tables(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cpuset),         cmocka_unit_test(test_sis_formula),
-                cmocka_unit_test(test_ewma),           cmocka_unit_test(test_json_round_trip),
-                cmocka_unit_test(test_json_malformed), cmocka_unit_test(test_log_debug_lazy),
-                cmocka_unit_test(test_string_tables),
+                cmocka_unit_test(test_cpuset),          cmocka_unit_test(test_cpuset_format_as_hwloc),
+                cmocka_unit_test(test_sis_formula),     cmocka_unit_test(test_ewma),
+                cmocka_unit_test(test_json_round_trip), cmocka_unit_test(test_json_malformed),
+                cmocka_unit_test(test_log_debug_lazy),  cmocka_unit_test(test_string_tables),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

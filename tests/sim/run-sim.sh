@@ -63,6 +63,14 @@ rm -f "$OUT/ticks.txt"
 # SIM_STEERD_WRAP: a command to run steerd under (valgrind --tool=massif ...).
 KEEP_OPEN=--keep-open
 [ "${SIM_KEEP_OPEN:-1}" = 0 ] && KEEP_OPEN=
+# The descriptors a service gets on a production host: systemd's default
+# hard limit (DefaultLimitNOFILE=524288 since v240; steerd raises its soft
+# limit to it and keeps a quarter for thread files, daemon/daemon.c). This
+# machine's shell has 20,000, which kept 5,000 thread files open and had the
+# rest opened afresh every read. SIM_NOFILE changes it; where it cannot be
+# raised (not root) the host's stays.
+ulimit -Hn "${SIM_NOFILE:-524288}" 2>/dev/null && ulimit -Sn "${SIM_NOFILE:-524288}" 2>/dev/null
+echo "nofile $(ulimit -Sn) $(ulimit -Hn)" >"$OUT/limits.txt"
 # shellcheck disable=SC2086
 DBUS_SYSTEM_BUS_ADDRESS=unix:path=$WORK/no-bus ${SIM_STEERD_WRAP:-} "$STEERD" --foreground --root "$ROOT" --topology "$TOPO" \
         --config "$WORK/steerd.conf" --runtime-dir "$WORK/run" --state-dir "$WORK/lib" \

@@ -355,9 +355,18 @@ static bool cgroup_quiet(const Sampler *s, const SamplerCgroup *sc, const Cgroup
         return cc->usage < limit;
 }
 
-static CgroupCache *cache_get(Sampler *s, const SamplerCgroup *sc) {
+static bool cache_is(const CgroupCache *cc, const SamplerCgroup *sc) {
+        return cc->v2 == sc->loc->v2 && streq(cc->dir, sc->loc->dir);
+}
+
+/* hint: where the cgroup was last tick (the opted-in list keeps its order
+ * from tick to tick): looked at first, as a search of every cache for every
+ * cgroup was 200 x 200 string compares a tick on the simulated host. */
+static CgroupCache *cache_get(Sampler *s, const SamplerCgroup *sc, size_t hint) {
+        if (hint < s->n_cgroups && cache_is(&s->cgroups[hint], sc))
+                return &s->cgroups[hint];
         for (size_t i = 0; i < s->n_cgroups; i++)
-                if (streq(s->cgroups[i].dir, sc->loc->dir) && s->cgroups[i].v2 == sc->loc->v2)
+                if (cache_is(&s->cgroups[i], sc))
                         return &s->cgroups[i];
         CgroupCache *p = realloc(s->cgroups, (s->n_cgroups + 1) * sizeof(CgroupCache));
         if (!p)
@@ -389,16 +398,17 @@ void cgroup_cache_done(Sampler *s, CgroupCache *cc) {
         *cc = (CgroupCache){};
 }
 
-static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, size_t n_scanned,
-                         uint64_t now_us, hwloc_const_bitmap_t online, CgroupSample *c) {
+static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, size_t hint, ThreadTable *t, size_t n_scanned,
+                         uint64_t now_us, hwloc_const_bitmap_t online, CgroupSample *c, bool *ret_quiet) {
         CgroupCache *cc;
         int r;
 
+        *ret_quiet = false;
         c->path = strdup(sc->name);
         if (!c->path)
                 return -ENOMEM;
         c->policy = sc->policy;
-        cc = cache_get(s, sc);
+        cc = cache_get(s, sc, hint);
         if (!cc)
                 return -ENOMEM;
         cc->seen = true;
@@ -438,6 +448,7 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, ThreadTable *t, si
         /* Empty (a workload is about to be moved in: no event says so) or
          * changing: its members are read every sample, and so is the host. */
         cc->quiet = cc->quiet && cc->n_tids > 0 && s->n_samples - cc->procs_changed >= SAMPLER_MEMBERS_FRESH;
+        *ret_quiet = cc->quiet;
         return r;
 }
 
@@ -461,9 +472,10 @@ int cgroups_sample(Sampler *s, const SamplerCgroup *cgroups, size_t n_cgroups, T
                 s->cgroups[i].seen = false;
         for (size_t i = 0; i < n_cgroups; i++) {
                 CgroupSample *c = &snap->cgroups[snap->n_cgroups++];
-                int r = sample_cgroup(s, &cgroups[i], t, n_scanned, now_us, online, c);
+                bool q;
+                int r = sample_cgroup(s, &cgroups[i], i, t, n_scanned, now_us, online, c, &q);
                 if (r >= 0) {
-                        quiet = quiet && cache_get(s, &cgroups[i])->quiet;
+                        quiet = quiet && q;
                         continue;
                 }
                 quiet = false;
