@@ -377,12 +377,12 @@ int thread_cache_sample(Sampler *s, ThreadPrev *prev, size_t n_prev, ThreadTable
         if (r <= 0)
                 return r;
         r = thread_push_read(s, t, p, kept, tid, &st, &ss, &stat_fd, &ss_fd, read_us, turns, ret);
-        /* While descriptors are scarce (a host of more threads than half
-         * of the open-file limit keeps), an idle thread gives its up: it
-         * is read every few ticks, a busy one every tick or turn, and a
-         * busy thread that found the budget spent was opened afresh at
-         * every read (on the simulated host, whose hard limit of 20,000
-         * kept 2,500 of its 10,000 threads open, a thousand opens a tick). */
+        /* While descriptors are scarce (a host of more threads than a
+         * quarter of the open-file limit keeps), an idle thread gives its
+         * up: it is read every few ticks, a busy one every tick or turn,
+         * and a busy thread that found the budget spent was opened afresh
+         * at every read (on the simulated host, whose hard limit of 20,000
+         * keeps 2,500 of its 10,000 threads open, a thousand opens a tick). */
         if (r >= 0 && (*ret)->interval > 1 && s->n_kept_fds * 4 > s->max_kept_fds * 3)
                 thread_prev_close(s, *ret);
         /* Its files opened under another process's directory: the kernel

@@ -4,20 +4,20 @@
 #include "log.h"
 #include "sampler-internal.h"
 
-/* Keep two descriptors per thread while half of the soft limit allows (the
- * daemon raises it to the hard limit at start). The other half is more than
- * the rest of steerd uses (a few files per opted-in cgroup, the bus, the
- * journal). A quarter left a host whose hard limit is 20,000 (this
- * project's test machine; systemd's default is 524,288) opening and
- * closing the files of most of 10,000 threads at every read: six syscalls
- * and two path walks a thread instead of two reads. */
+/* Keep two descriptors per thread while a quarter of the soft limit allows
+ * (the daemon raises it to the hard limit at start). Not more: a cgroup
+ * without cpuacct keeps a process's stat open per process, outside this
+ * budget, and half for the threads plus 10,000 processes would reach a
+ * hard limit of 20,000 (this project's test machine) and fail the bus's or
+ * the state file's opens. systemd's default hard limit (524,288) reaches
+ * the cap before either. */
 static void set_max_kept_fds(Sampler *s) {
         struct rlimit rl;
 
         if (getrlimit(RLIMIT_NOFILE, &rl) >= 0)
                 s->max_kept_fds = rl.rlim_cur == RLIM_INFINITY
                                           ? SAMPLER_MAX_KEPT_FDS
-                                          : MIN((size_t) rl.rlim_cur / 2, SAMPLER_MAX_KEPT_FDS);
+                                          : MIN((size_t) rl.rlim_cur / 4, SAMPLER_MAX_KEPT_FDS);
 }
 
 int sampler_new(const RootDir *root, const Topology *topo, const Settings *settings, Sampler **ret) {
