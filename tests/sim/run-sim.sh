@@ -68,7 +68,8 @@ KEEP_OPEN=--keep-open
 # limit to it and keeps a quarter for thread files, daemon/daemon.c). This
 # machine's shell has 20,000, which kept 5,000 thread files open and had the
 # rest opened afresh every read. SIM_NOFILE changes it; where it cannot be
-# raised (not root) the host's stays.
+# raised (no CAP_SYS_RESOURCE, as on that machine) the host's stays, and
+# limits.txt says which it was.
 ulimit -Hn "${SIM_NOFILE:-524288}" 2>/dev/null && ulimit -Sn "${SIM_NOFILE:-524288}" 2>/dev/null
 echo "nofile $(ulimit -Sn) $(ulimit -Hn)" >"$OUT/limits.txt"
 # shellcheck disable=SC2086
