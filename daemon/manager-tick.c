@@ -402,11 +402,11 @@ static uint64_t clock_usec(clockid_t id) {
                        : (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
+#define TICK_STATS_FDS_EVERY 50u
+
 /* One line per tick for the benchmarks (--tick-stats): the tick's wall and
  * CPU time, its plan by kind, and steerd's memory and descriptors, read
  * after the tick so that they cost the tick nothing. */
-#define TICK_STATS_FDS_EVERY 50u
-
 static void write_tick_stats(Manager *m, uint64_t mono, uint64_t wall, uint64_t cpu) {
         PolicyCounters c;
         unsigned long size = 0, resident = 0;

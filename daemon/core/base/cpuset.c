@@ -66,8 +66,9 @@ int cpuset_parse(const char *s, CpuSet *ret) {
  * writes it) into buf, truncated to size bytes with a NUL when size > 0;
  * returns the length of the whole text. Written here because hwloc's goes
  * through snprintf() twice per range (once to size the text): with the
- * state file's masks formatted at every save, that was 5% of a tick on the
- * simulated 1,024-CPU host, ten times this. */
+ * state file's masks formatted at every save, that was 5% of a tick's
+ * instructions on the simulated 1,024-CPU host. This one takes a fifth to
+ * a quarter of hwloc's time for the same text (one to four ranges). */
 static size_t list_write(hwloc_const_bitmap_t set, char *buf, size_t size) {
         size_t n = 0;
 
