@@ -45,6 +45,34 @@ static void test_most_waiting_threads_move(void **unused) {
         }
 }
 
+/* A thread at the idle line (demand under a quarter of a CPU) is not moved,
+ * however much it waits: its move would be given back as idle at its next
+ * quiet spell. The heavier threads that wait less move instead. */
+static void test_light_threads_not_moved(void **unused) {
+        _cleanup_policy_state_ PolicyState *state = NULL;
+        _cleanup_(snapshot_freep) Snapshot *s = two_llcs(0, 600, 960, 100, 100);
+        _cleanup_plan_ Plan *plan = NULL;
+        Settings st;
+
+        settings_latency(&st);
+        size_t cg = topo_add_cgroup(s, "/big", CGROUP_POLICY_BALANCED, NULL);
+        for (int i = 0; i < 30; i++)
+                topo_add_thread(s, cg, 1000 + i, 1, i % 16, 400, 30 + 5 * i);
+        for (int i = 0; i < 4; i++) /* demand 10 + 200 = 210 < 256 */
+                topo_add_thread(s, cg, 2000 + i, 1, i, 10, 200);
+        topo_finish(s);
+        assert_int_equal(policy_state_new(&state), 0);
+        plan = decide_checked(s, &st, state);
+        dump_plan(plan, 0);
+        assert_int_equal(plan_count_moves(plan), 4);
+        for (int i = 0; i < 4; i++)
+                assert_null(
+                        plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_BALANCE, "/big", 2000 + i));
+        for (int i = 29; i >= 26; i--)
+                assert_cpus(plan_find(plan, ACTION_SET_THREAD_CPUS, ACTION_POLICY_BALANCE, "/big", 1000 + i),
+                            "16-31");
+}
+
 static void test_max_moves_per_tick(void **unused) {
         for (unsigned max = 0; max <= 6; max++) {
                 _cleanup_policy_state_ PolicyState *state = NULL;
@@ -148,8 +176,8 @@ static void test_idle_cgroup_home_released(void **unused) {
                         hwloc_bitmap_set_range(s->cgroups[cg].cpus, 16, 31);
                 }
                 for (int i = 0; i < 4; i++) {
-                        ThreadSample *t = topo_add_thread(s, cg, 300 + i, 1, moved ? 16 + i : i, busy ? 400 : 5,
-                                                          busy ? 200 : 0);
+                        ThreadSample *t = topo_add_thread(s, cg, 300 + i, 1, moved ? 16 + i : i,
+                                                          busy ? 400 : 5, busy ? 200 : 0);
                         if (moved)
                                 hwloc_bitmap_copy(t->allowed, s->cgroups[cg].cpus);
                 }
@@ -158,8 +186,9 @@ static void test_idle_cgroup_home_released(void **unused) {
                 _cleanup_plan_ Plan *plan = decide_checked(s, &st, state);
                 dump_plan(plan, k);
                 if (k == 0) {
-                        assert_cpus(plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_BALANCE, "/small", 0),
-                                    "16-31");
+                        assert_cpus(
+                                plan_find(plan, ACTION_SET_CGROUP_CPUS, ACTION_POLICY_BALANCE, "/small", 0),
+                                "16-31");
                         continue;
                 }
                 const Action *a = plan_find(plan, ACTION_RESTORE, ACTION_POLICY_BALANCE, "/small", 0);
@@ -357,8 +386,11 @@ static void test_oscillation_no_ping_pong(void **unused) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_most_waiting_threads_move), cmocka_unit_test(test_max_moves_per_tick),
-                cmocka_unit_test(test_whole_cgroup_moves),        cmocka_unit_test(test_no_spare_no_moves),
+                cmocka_unit_test(test_most_waiting_threads_move),
+                cmocka_unit_test(test_max_moves_per_tick),
+                cmocka_unit_test(test_light_threads_not_moved),
+                cmocka_unit_test(test_whole_cgroup_moves),
+                cmocka_unit_test(test_no_spare_no_moves),
                 cmocka_unit_test(test_oscillation_no_ping_pong),
                 cmocka_unit_test(test_idle_cgroup_home_released),
                 cmocka_unit_test(test_idle_thread_home_released),

@@ -413,6 +413,9 @@ static int file_given_back(ActCtx *c, const OptedIn *cg, const ActCgroup *crec, 
         _cleanup_cpuset_ CpuSet now = hwloc_bitmap_dup(crec->original);
         if (!now)
                 return -ENOMEM;
+        r = act_note_given_back(c, cg->name, now);
+        if (r < 0)
+                return r;
         actuator_forget_owned(c->a, cg->name);
         r = cgroup_fixup_threads(c, cg->name, now);
         forget_own_masks(c->a, cg->name);

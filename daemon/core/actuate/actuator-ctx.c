@@ -5,6 +5,11 @@
 #include "proc-thread.h"
 
 void act_ctx_done(ActCtx *c) {
+        for (size_t i = 0; i < c->n_given_back; i++) {
+                free(c->given_back[i].cgroup);
+                hwloc_bitmap_free(c->given_back[i].cpus);
+        }
+        free(c->given_back);
         hwloc_bitmap_free(c->online);
         actuator_report_done(&c->rep);
 }
@@ -40,13 +45,52 @@ int act_restore_is_full(const ActCtx *c, const Action *act, hwloc_const_bitmap_t
         return 0;
 }
 
+int act_note_given_back(ActCtx *c, const char *cgroup, hwloc_const_bitmap_t cpus) {
+        _cleanup_(freep) char *name = strdup(cgroup);
+        CpuSet s = hwloc_bitmap_dup(cpus);
+        ActGivenBack *g;
+
+        if (!name || !s) {
+                hwloc_bitmap_free(s);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < c->n_given_back; i++)
+                if (streq(c->given_back[i].cgroup, cgroup)) {
+                        hwloc_bitmap_free(c->given_back[i].cpus);
+                        c->given_back[i].cpus = s;
+                        return 0;
+                }
+        g = reallocarray(c->given_back, c->n_given_back + 1, sizeof(ActGivenBack));
+        if (!g) {
+                hwloc_bitmap_free(s);
+                return -ENOMEM;
+        }
+        c->given_back = g;
+        c->given_back[c->n_given_back++] = (ActGivenBack){.cgroup = TAKE_PTR(name), .cpus = s};
+        return 0;
+}
+
+static hwloc_const_bitmap_t given_back_cpus(const ActCtx *c, const CgroupSample *cs) {
+        if (!cs || !cs->path)
+                return NULL;
+        for (size_t i = 0; i < c->n_given_back; i++)
+                if (streq(c->given_back[i].cgroup, cs->path))
+                        return c->given_back[i].cpus;
+        return NULL;
+}
+
 int act_cgroup_cpus_now(const ActCtx *c, const char *dir, bool v2, const CgroupSample *cs,
                         const ActCgroup *crec, CpuSet *ret) {
+        hwloc_const_bitmap_t back = given_back_cpus(c, cs);
         CpuSet s = NULL;
         int r;
 
         if (crec && crec->window)
                 s = hwloc_bitmap_dup(crec->window);
+        else if (back)
+                /* The snapshot still shows the window given back: a thread
+                 * recorded now would judge its own mask against it. */
+                s = hwloc_bitmap_dup(back);
         else if (cs && cs->cpus)
                 s = hwloc_bitmap_dup(cs->cpus);
         else {

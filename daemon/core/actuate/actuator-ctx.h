@@ -7,11 +7,20 @@
 
 #include "actuator-ledger.h"
 
+/* A cgroup given back during this apply: its snapshot still shows
+ * steerd's window. */
+typedef struct ActGivenBack {
+        char *cgroup;
+        CpuSet cpus;
+} ActGivenBack;
+
 typedef struct ActCtx {
         Actuator *a;
         const Snapshot *snap; /* NULL on release */
         CpuSet online;        /* NULL: unknown; masks are then compared as they are */
         ActuatorReport rep;
+        ActGivenBack *given_back;
+        size_t n_given_back;
 } ActCtx;
 
 int act_ctx_init(ActCtx *c, Actuator *a, const Snapshot *snap);
@@ -20,7 +29,11 @@ void act_and_online(const ActCtx *c, CpuSet s);
 /* A restore whose CPUs cover original (within what is online) gives the
  * exact original back. */
 int act_restore_is_full(const ActCtx *c, const Action *act, hwloc_const_bitmap_t original, bool *ret);
-/* The CPUs a thread of the cgroup may have right now, as far as steerd knows. */
+/* The cgroup's CPUs were given back (to cpus) during this apply. */
+int act_note_given_back(ActCtx *c, const char *cgroup, hwloc_const_bitmap_t cpus);
+/* The CPUs a thread of the cgroup may have right now, as far as steerd
+ * knows: steerd's window, else what a give-back in this apply restored,
+ * else the snapshot's (read live without one). */
 int act_cgroup_cpus_now(const ActCtx *c, const char *dir, bool v2, const CgroupSample *cs,
                         const ActCgroup *crec, CpuSet *ret);
 

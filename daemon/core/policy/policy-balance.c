@@ -47,6 +47,11 @@ static double thread_demand(const ThreadSample *ts) {
         return MIN(MAX(ts->util, 0.0) + MAX(ts->wait, 0.0), (double) SCHED_CAPACITY_SCALE);
 }
 
+/* Below this, the move would be given back as idle (policy_balance_release()). */
+static bool too_light_to_move(double demand) {
+        return demand * 100 < BALANCE_MIN_MOVE_DEMAND_PERCENT * SCHED_CAPACITY_SCALE;
+}
+
 static bool left_recently(const PolicyCtx *ctx, const Departure *d, int target) {
         return policy_departure_blocks(d, ctx->settings, ctx->now_us, target);
 }
@@ -134,7 +139,10 @@ static int collect(PolicyCtx *ctx, const LlcSample *busiest, const LlcSample *ta
                 r = whole_cgroup(ctx, c, target, &mask, &demand);
                 if (r < 0)
                         return r;
-                if (r > 0) {
+                if (r > 0 && too_light_to_move(demand)) {
+                        hwloc_bitmap_free(mask);
+                        mask = NULL;
+                } else if (r > 0) {
                         r = candidates_add(
                                 out,
                                 &(Candidate){.c = c, .ci = i, .wait = wait, .demand = demand, .mask = mask});
@@ -152,7 +160,7 @@ static int collect(PolicyCtx *ctx, const LlcSample *busiest, const LlcSample *ta
 
                         if (!t || t->acted || thread_llc(ctx->snap, ts) != policy_llc_index(ctx, busiest) ||
                             ts->wait < MAX(st->balance_min_wait, 0.0) || ts->wait <= 0 ||
-                            !policy_thread_resident(ctx, t) ||
+                            too_light_to_move(thread_demand(ts)) || !policy_thread_resident(ctx, t) ||
                             left_recently(ctx, &t->left, policy_llc_index(ctx, target)))
                                 continue;
 

@@ -581,6 +581,11 @@ int policy_pairs_found(const PolicyCtx *ctx, const CgroupState *c, bool *ret);
  * every tick since a held cgroup is never quiet, and steerd's tick grew
  * fourfold (issue 33). */
 #define BALANCE_IDLE_RELEASE_US (2 * USEC_PER_SEC)
+/* ... and a move is only made for twice that demand: a thread moved at the
+ * idle line is released as idle at its next quiet spell, a move and a
+ * give-back for nothing (the guest check saw a 50%-duty thread moved at
+ * demand 128, the line itself, and given back 2 s later at 23). */
+#define BALANCE_MIN_MOVE_DEMAND_PERCENT (2 * WINDOW_IDLE_DEMAND_PERCENT)
 int policy_balance_release(PolicyCtx *ctx);
 int policy_balance(PolicyCtx *ctx);
 int policy_window(PolicyCtx *ctx);
