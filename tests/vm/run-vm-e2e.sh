@@ -366,7 +366,13 @@ say "VM finished after ${ELAPSED} s (qemu exit $rc)"
 [ -f "$RESULTS" ] && [ "$(wc -l <"$RESULTS")" -gt "$shown" ] &&
         sed -n "$((shown + 1)),\$p" "$RESULTS" | sed 's/^/  [vm] /' >&2
 
-[ "$KEEP" = 1 ] || rm -f "$OUT/overlay.qcow2"
+# A guest that did not finish keeps its disk: its journal
+# (/var/log/journal, persistent) has what the console's info level left out.
+if [ "$KEEP" = 1 ] || ! grep -q '^DONE' "$RESULTS" 2>/dev/null; then
+        say "kept $OUT/overlay.qcow2 (on $CACHE/rootfs.img): qemu-img convert -O raw it, then debugfs -R 'rdump /var/log/journal DIR' and journalctl -D DIR"
+else
+        rm -f "$OUT/overlay.qcow2"
+fi
 # The guest forwards its journal to the console: steerd's lines, even when
 # the VM had to be killed.
 grep -a 'steerd\[' "$CONSOLE" | tr -d '\r' >"$OUT/steerd-console.log" || true

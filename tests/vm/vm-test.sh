@@ -299,6 +299,30 @@ taskset -pc 4-7 $$ >/dev/null 2>&1
 mkdir -p /run/systemd/journald.conf.d
 printf '[Journal]\nForwardToConsole=yes\nMaxLevelConsole=info\n' >/run/systemd/journald.conf.d/console.conf
 systemctl restart systemd-journald
+# A heartbeat on the console every 60 s: when a run does not finish, it
+# tells a guest that froze (the heartbeat stops too) from a script blocked in
+# one command (which one: the script's children, with their state). One run
+# of 2026-12-07 went silent for 18 minutes after a reload, with no kernel
+# message, and nothing said which.
+heartbeat() {
+        local main=$1 st f c l1 l2 l3 kids
+        # No fork per look (a fork costs up to a second when every vCPU is busy).
+        while sleep 60; do
+                kids=""
+                for st in /proc/[0-9]*/stat; do
+                        read -r f <"$st" 2>/dev/null || continue
+                        c=${f%% *}
+                        f=${f##*) }
+                        set -- $f
+                        [ "$2" = "$main" ] || continue
+                        read -r f <"/proc/$c/comm" 2>/dev/null
+                        kids+=" $c:$f/$1"
+                done
+                read -r l1 l2 l3 _ </proc/loadavg
+                echo "steerd-vm: heartbeat t+${SECONDS}s load $l1 $l2 $l3; the script's children:${kids:- none}"
+        done
+}
+heartbeat $$ &
 result INFO budget "$BUDGET s for the checks (the host's deadline)"
 result INFO guest "kernel $(uname -r), systemd $(systemctl --version | awk 'NR==1 { print $2 }'), PID 1 $(cat /proc/1/comm), $(nproc --all) CPUs, commit $(cat $SHARE/commit.txt 2>/dev/null)"
 
