@@ -310,16 +310,22 @@ heartbeat() {
         while sleep 60; do
                 kids=""
                 for st in /proc/[0-9]*/stat; do
-                        read -r f <"$st" 2>/dev/null || continue
+                        read -r f 2>/dev/null <"$st" || continue
                         c=${f%% *}
                         f=${f##*) }
                         set -- $f
                         [ "$2" = "$main" ] || continue
-                        read -r f <"/proc/$c/comm" 2>/dev/null
+                        read -r f 2>/dev/null <"/proc/$c/comm"
                         kids+=" $c:$f/$1"
                 done
                 read -r l1 l2 l3 _ </proc/loadavg
-                echo "steerd-vm: heartbeat t+${SECONDS}s load $l1 $l2 $l3; the script's children:${kids:- none}"
+                # Where the script itself waits in the kernel (a write to the
+                # 9p share that never returns would show here).
+                read -r f 2>/dev/null <"/proc/$main/stat"
+                f=${f##*) }
+                c=""
+                read -r c 2>/dev/null <"/proc/$main/wchan"
+                echo "steerd-vm: heartbeat t+${SECONDS}s load $l1 $l2 $l3; the script: ${f%% *} in ${c:-?}; its children:${kids:- none}"
         done
 }
 heartbeat $$ &

@@ -403,7 +403,7 @@ static void file_write_failed(ActCtx *c, const char *cgroup, const ActCgroup *cr
 
 static int file_given_back(ActCtx *c, const OptedIn *cg, const ActCgroup *crec, const Action *act) {
         char b1[CPUSET_STRLEN];
-        int r;
+        int r, k;
 
         log_struct(LOG_INFO, STEERD_MESSAGE_RESTORE,
                    "cgroup %s: CPUs %s -> '%s', given back (%s backend; %s %s: %s)", cg->name,
@@ -413,13 +413,13 @@ static int file_given_back(ActCtx *c, const OptedIn *cg, const ActCgroup *crec, 
         _cleanup_cpuset_ CpuSet now = hwloc_bitmap_dup(crec->original);
         if (!now)
                 return -ENOMEM;
-        r = act_note_given_back(c, cg->name, now);
-        if (r < 0)
-                return r;
         actuator_forget_owned(c->a, cg->name);
         r = cgroup_fixup_threads(c, cg->name, now);
         forget_own_masks(c->a, cg->name);
-        return r;
+        /* Noted after the records are settled: a failure here leaves them
+         * consistent with what was written. */
+        k = act_note_given_back(c, cg->name, now);
+        return r < 0 ? r : k;
 }
 
 static int file_window_set(ActCtx *c, const OptedIn *cg, ActCgroup *crec, const Action *act, CpuSet *mask) {
