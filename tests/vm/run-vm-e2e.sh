@@ -347,10 +347,26 @@ timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
         -nic none </dev/null >"$CONSOLE" 2>&1 &
 QEMU=$!
 
-# Show the results as they come.
+# Show the results as they come. A guest whose console stays silent for
+# FREEZE_S after its first heartbeat (one a minute, vm-test.sh) has frozen:
+# killed at once rather than at the timeout, and said so (exit 75).
+FREEZE_S=${STEERD_VM_FREEZE_S:-180}
+FROZE=0 hb_seen=0 con_size=0 con_changed=$(date +%s)
 shown=0
 while kill -0 "$QEMU" 2>/dev/null; do
         sleep 2
+        now=$(date +%s)
+        size=$(stat -c %s "$CONSOLE" 2>/dev/null || echo 0)
+        if [ "$size" != "$con_size" ]; then
+                con_size=$size con_changed=$now
+        fi
+        [ "$hb_seen" = 1 ] || ! grep -aq 'steerd-vm: heartbeat' "$CONSOLE" || hb_seen=1
+        if [ "$hb_seen" = 1 ] && [ $((now - con_changed)) -ge "$FREEZE_S" ]; then
+                FROZE=1
+                say "the guest froze: no console output for $((now - con_changed)) s, its heartbeat included; killing it"
+                kill "$QEMU" 2>/dev/null
+                break
+        fi
         if [ -f "$RESULTS" ]; then
                 n=$(wc -l <"$RESULTS")
                 if [ "$n" -gt "$shown" ]; then
@@ -406,7 +422,12 @@ nfail=$(grep -c '^FAIL ' "$RESULTS" || true)
 ncap=$(grep -c '^SKIP [^:]*: not possible in this guest' "$RESULTS" || true)
 nskipfail=$(grep '^SKIP ' "$RESULTS" | grep -vc '^SKIP [^:]*: not possible in this guest' || true)
 if ! grep -q '^DONE' "$RESULTS"; then
-        echo "FAIL vm: the test did not finish (qemu exit $rc after ${ELAPSED} s; timeout ${TIMEOUT} s)"
+        if [ "$FROZE" = 1 ]; then
+                echo "FAIL vm: the guest froze after ${ELAPSED} s (no console output for ${FREEZE_S} s, its heartbeat included); its last lines:"
+                tail -5 "$CONSOLE" | tr -d '\r' | cut -c1-200 | sed 's/^/    /'
+        else
+                echo "FAIL vm: the test did not finish (qemu exit $rc after ${ELAPSED} s; timeout ${TIMEOUT} s)"
+        fi
         nfail=$((nfail + 1))
 fi
 echo
@@ -425,5 +446,6 @@ fi
 echo "Files: $OUT (console.log, steerd-console.log, share/results.txt, share/artifacts/)"
 times
 echo "$npass passed, $((nfail + nskipfail)) failed (of which $nskipfail skipped without cause), $ncap skipped (not possible in this guest)"
+[ "$FROZE" = 1 ] && exit 75
 [ $((nfail + nskipfail)) -eq 0 ] || exit 1
 exit 0

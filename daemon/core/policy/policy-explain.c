@@ -356,9 +356,9 @@ static int explain_balance(Explanation *e, const Snapshot *snap, const Settings 
         return say(
                 e, "balance",
                 "LLC %u boosted %.0f%% > LLC %u %.0f%% x %u%%: its most waiting threads may move (at most "
-                "MaxMovesPerTick %u, after MinResidencyMs)",
+                "MaxMovesPerTick %u, after MinResidencyMs, each with demand of at least %.0f%% of a CPU)",
                 busiest->id, pct(busiest->boosted), least->id, pct(least->boosted), st->imbalance_percent,
-                st->max_moves_per_tick);
+                st->max_moves_per_tick, BALANCE_MIN_MOVE_DEMAND_PERCENT);
 }
 
 static int explain_plan(Explanation *e, const Plan *plan, const char *cgroup) {
