@@ -362,7 +362,7 @@ static int tick(Manager *m, uint64_t now_us) {
         manager_evaluations_tick(m, now_us);
         manager_searches_tick(m, now_us, mode_applies(m->mode) ? snap : NULL);
         bus_emit_tick(m, m->last_snapshot, snap, mode_applies(m->mode) ? plan : NULL);
-        snapshot_free(m->last_snapshot);
+        sampler_snapshot_recycle(m->sampler, m->last_snapshot);
         m->last_snapshot = TAKE_PTR(snap);
         plan_free(m->last_plan);
         m->last_plan = TAKE_PTR(plan);

@@ -54,6 +54,8 @@ def main():
     ap.add_argument('--threads', type=int, default=64, help='threads in the cgroup /bench1')
     ap.add_argument('--first-tid', type=int, default=1000)
     ap.add_argument('--tick', type=int, default=0)
+    ap.add_argument('--masks', action='store_true',
+                    help="each thread's own mask: 1 to 5 CPUs from its own, not every CPU")
     ap.add_argument('--schedstat', action='store_true', help='write /proc/schedstat (CONFIG_SCHEDSTATS)')
     ap.add_argument('--cpuacct', action='store_true',
                     help='cpuacct mounted with cpuset: /bench1 has cpuacct.usage (the sum of its threads)')
@@ -118,8 +120,12 @@ def main():
         total_ns += exec_ns
         leader = tids[((tid - args.first_tid) // per_proc) * per_proc]
         leaders[leader] = leaders.get(leader, 0) + exec_ns
+        mask = allowed
+        if args.masks:
+            start = online.index(cpu)
+            mask = cpulist(sorted(online[(start + j) % len(online)] for j in range(1 + tid % 5)))
         write(args.root, f'{d}/status', f'Name:\tworker\nTgid:\t{leader}\nPid:\t{tid}\n'
-              f'Cpus_allowed_list:\t{allowed}\nMems_allowed_list:\t0\n')
+              f'Cpus_allowed_list:\t{mask}\nMems_allowed_list:\t0\n')
         write(args.root, f'{d}/sched', f'worker ({tid}, #threads: 1)\n' + '-' * 67 + '\n'
               f'se.nr_migrations                             :                  {k * (tid % 3)}\n'
               'nr_voluntary_switches                        :                    1\n'

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "test-helpers.h"
 
 #include "affinity.h"
+#include "cpuset.h"
 #include "sampler.h"
 #include "topology.h"
 
@@ -623,6 +625,89 @@ static void test_layers_quiet(void **state) {
         trace_reset(&t);
 }
 
+/* A snapshot given back to the sampler lends its threads' masks to the
+ * next samples: each thread's mask is its own again, whether read or held
+ * (ASan sees a mask used after it went back). */
+static void test_snapshot_recycle(void **state) {
+        Fixture *f = *state;
+        Snapshot *s = two_ticks(f, "--schedstat --cpuacct --masks", "--schedstat --cpuacct --masks");
+        char want[N_THREADS][64];
+
+        assert_int_equal(s->cgroups[0].n_threads, N_THREADS);
+        for (size_t i = 0; i < N_THREADS; i++)
+                cpuset_to_string(s->cgroups[0].threads[i].allowed, want[i], sizeof(want[i]));
+        for (unsigned k = 2; k < 6; k++) {
+                Snapshot *next = NULL;
+                gen(f, k, "--schedstat --cpuacct --masks");
+                assert_int_equal(sampler_sample(f->sampler, (k + 1) * 1000000ull, &f->cg, 1, &next), 0);
+                sampler_snapshot_recycle(f->sampler, s);
+                s = next;
+                assert_int_equal(s->cgroups[0].n_threads, N_THREADS);
+                for (size_t i = 0; i < N_THREADS; i++) {
+                        char got[64];
+                        cpuset_to_string(s->cgroups[0].threads[i].allowed, got, sizeof(got));
+                        assert_string_equal(got, want[i]);
+                }
+        }
+        sampler_snapshot_recycle(f->sampler, s);
+}
+
+/* A phase that ends: the cgroup's use stops at once, its smoothed use takes
+ * seconds to decay. Two reads whose own intervals were under the quiet
+ * limit make it quiet while the smoothed use is still far above it; work
+ * again ends the quiet at the next read of its use. */
+static void test_layers_quiet_raw(void **state) {
+        Fixture *f = *state;
+        Trace t = {};
+        Snapshot *s;
+
+        f->settings.smoothing_half_life_ms = 2000;
+        s = two_ticks(f, "--schedstat --cpuacct", "--schedstat --cpuacct");
+        snapshot_free(s);
+        gen(f, 2, "--schedstat --cpuacct");
+        s = traced_sample(f, &t, 3000000);
+        assert_false(s->cgroups[0].threads_partial);
+        double busy = s->cgroups[0].usage;
+        double limit = SCHED_CAPACITY_SCALE *
+                       (SAMPLER_QUIET_PERCENT + SAMPLER_QUIET_THREAD_PERCENT * N_THREADS) / 100.0;
+        print_message("busy use %.1f, quiet limit %.1f\n", busy, limit);
+        assert_true(busy > 20 * limit);
+        snapshot_free(s);
+
+        /* Nothing moves from now on: one read under the limit is not enough ... */
+        s = traced_sample(f, &t, 3100000);
+        assert_false(s->cgroups[0].threads_partial);
+        assert_int_equal(s->cgroups[0].n_threads, N_THREADS);
+        snapshot_free(s);
+        /* ... the second makes it quiet: no thread read, the smoothed use
+         * still over ten times the limit. */
+        s = traced_sample(f, &t, 3200000);
+        const CgroupSample *c = &s->cgroups[0];
+        assert_true(c->threads_partial);
+        assert_int_equal(c->n_threads, 0);
+        assert_true(c->usage > 10 * limit);
+        assert_int_equal(traced(&t, "/proc/1", "/schedstat"), 0);
+        snapshot_free(s);
+
+        /* Work again: seen at the next read of its use (every 2, 4, 8 ticks
+         * while quiet), every member read at once. */
+        gen(f, 3, "--schedstat --cpuacct");
+        unsigned k;
+        for (k = 1; k <= SAMPLER_IDLE_MAX_TICKS; k++) {
+                s = traced_sample(f, &t, 3200000 + k * 100000);
+                bool partial = s->cgroups[0].threads_partial;
+                size_t n = s->cgroups[0].n_threads;
+                snapshot_free(s);
+                if (!partial) {
+                        assert_int_equal(n, N_THREADS);
+                        break;
+                }
+        }
+        print_message("busy again seen at the %u. read\n", k);
+        assert_true(k <= 2);
+        trace_reset(&t);
+}
+
 /* The host layer: quiet once the cgroup's members have settled; while the
  * host is idle its use is read at every sample (not every 2, 4, 8), and
  * use that jumps ends the quiet at once. */
@@ -1126,6 +1211,54 @@ static uint64_t now_usec(void) {
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
+/* Descriptors scarce (a quarter of a low open-file limit): a cgroup that
+ * turns quiet gives its threads' kept files up, for the busy threads of
+ * other cgroups; its figures stay, and it opens them again when it wakes. */
+static void test_quiet_gives_fds_up(void **state) {
+        Fixture *f = *state;
+        struct rlimit old, low;
+        Snapshot *s = NULL;
+
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+        low = old;
+        low.rlim_cur = 400; /* 100 kept: fewer than 64 threads' 192 */
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+        gen(f, 0, "--schedstat --cpuacct");
+        size_t base = count_fds();
+        assert_int_equal(sampler_new(f->root, f->topo, &f->settings, &f->sampler), 0);
+        sampler_keep_open(f->sampler);
+        assert_int_equal(sampler_sample(f->sampler, 1000000, &f->cg, 1, &s), -EAGAIN);
+        gen(f, 1, "--schedstat --cpuacct");
+        assert_int_equal(sampler_sample(f->sampler, 2000000, &f->cg, 1, &s), 0);
+        assert_false(s->cgroups[0].threads_partial);
+        snapshot_free(s);
+        size_t busy = count_fds();
+        print_message("descriptors: %zu before, %zu busy\n", base, busy);
+        assert_true(busy >= base + 90);
+
+        /* Quiet (its use did not move): the threads' files are closed. */
+        assert_int_equal(sampler_sample(f->sampler, 3000000, &f->cg, 1, &s), 0);
+        assert_true(s->cgroups[0].threads_partial);
+        snapshot_free(s);
+        size_t quiet = count_fds();
+        print_message("descriptors quiet: %zu\n", quiet);
+        assert_true(quiet + 90 <= busy);
+
+        /* Busy again: every member read, with the figures it had. */
+        gen(f, 3, "--schedstat --cpuacct");
+        for (uint64_t t = 4000000; t <= 12000000; t += 1000000) {
+                assert_int_equal(sampler_sample(f->sampler, t, &f->cg, 1, &s), 0);
+                bool partial = s->cgroups[0].threads_partial;
+                if (!partial)
+                        assert_int_equal(s->cgroups[0].n_threads, N_THREADS);
+                snapshot_free(s);
+                if (!partial)
+                        break;
+        }
+        assert_true(count_fds() >= base + 90);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+}
+
 static void cg_put(const char *dir, const char *file, const char *text) {
         char path[512];
         snprintf(path, sizeof(path), "%s/%s", dir, file);
@@ -1273,6 +1406,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_runnable_not_needed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_task_list_lines, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_quiet, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_layers_quiet_raw, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_snapshot_recycle, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_quiet_gives_fds_up, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_host_idle, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_turns, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_layers_held, setup, teardown),

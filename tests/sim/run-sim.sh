@@ -28,12 +28,21 @@ BASE=/dev/shm
 [ -d "$BASE" ] && [ -w "$BASE" ] || BASE=${TMPDIR:-/tmp}
 WORK=$(mktemp -d "$BASE/steerd-sim.XXXXXX")
 ROOT=$WORK/root
-SIMPID= DPID=
+SIMPID= DPID= MOUNTED=
+# /proc keeps no access times; a tmpfs updates one at every read (4% of a
+# tick on the simulated host, in touch_atime): the root gets a tmpfs of
+# its own mounted noatime where this runs as root, as the host's /proc.
+if [ "$(id -u)" = 0 ] && mkdir -p "$ROOT" && mount -t tmpfs -o noatime,mode=0755 steerd-sim "$ROOT" 2>/dev/null; then
+        MOUNTED=1
+fi
 cleanup() {
         [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
         [ -n "$SIMPID" ] && kill -9 "$SIMPID" 2>/dev/null
         wait 2>/dev/null
-        if [ -n "${KEEP:-}" ]; then mv "$ROOT" "$OUT/root" 2>/dev/null; fi
+        if [ -n "${KEEP:-}" ]; then
+                mkdir -p "$OUT/root" && cp -a "$ROOT/." "$OUT/root/" 2>/dev/null
+        fi
+        [ -n "$MOUNTED" ] && umount "$ROOT"
         rm -rf "$WORK"
 }
 trap cleanup EXIT

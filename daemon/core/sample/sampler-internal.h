@@ -116,6 +116,8 @@ typedef struct CgroupCache {
         double usage_raw;   /* the same over the last interval alone */
         bool usage_primed;
         bool quiet; /* at the last sample: quiet, with settled members */
+        unsigned raw_low;  /* reads in a row whose own interval's use was under the quiet limit */
+        bool fds_released; /* quiet, and its threads' descriptors given up */
 
         /* The thread layer: the members' figures as of their last read,
          * sorted by tid. A quiet cgroup's stay as they are. */
@@ -164,6 +166,8 @@ struct Sampler {
         bool all_quiet;                  /* the last sample's cgroups were all quiet and settled */
         long clock_ticks;                /* sysconf(_SC_CLK_TCK) */
         size_t n_kept_fds, max_kept_fds; /* the descriptors of ThreadPrev */
+        CpuSet *mask_pool;               /* masks of recycled snapshots, for the next */
+        size_t n_mask_pool, alloc_mask_pool;
 
         bool live;                 /* the root is "/": the threads are this host's */
         bool keep_open;            /* files kept open and re-read: live, or sampler_keep_open() */
@@ -252,10 +256,15 @@ int sampler_read_kept(Sampler *s, int *fd, const char *path, char **ret);
  * the budget allows, on first use): a fixture root kept open. */
 int thread_read_status(Sampler *s, ThreadPrev *tp, const char *path, char **ret);
 
+/* A copy of src: a recycled mask (sampler_snapshot_recycle()) or a new one. */
+CpuSet sampler_mask_dup(Sampler *s, hwloc_const_bitmap_t src);
+
 /* Closes what the entries keep open and frees them. */
 void thread_prevs_free(Sampler *s, ThreadPrev *items, size_t n);
 /* The same for one entry, which stays allocated (descriptors -1, no mask). */
 void thread_prev_done(Sampler *s, ThreadPrev *p);
+/* Close the thread's kept descriptors; its figures stay. */
+void thread_prev_close(Sampler *s, ThreadPrev *p);
 
 /* sampler-runnable.c */
 

@@ -13,7 +13,7 @@ static void kept_close(Sampler *s, int *fd) {
         s->n_kept_fds--;
 }
 
-static void thread_prev_close(Sampler *s, ThreadPrev *p) {
+void thread_prev_close(Sampler *s, ThreadPrev *p) {
         kept_close(s, &p->stat_fd);
         kept_close(s, &p->schedstat_fd);
         kept_close(s, &p->status_fd);
