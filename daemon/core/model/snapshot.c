@@ -45,6 +45,12 @@ Snapshot *snapshot_free(Snapshot *s) {
 const CpuSample *snapshot_cpu(const Snapshot *s, unsigned cpu) {
         size_t lo = 0, hi = s->n_cpus;
 
+        /* Ids are dense on most hosts, and the policy asks thousands of
+         * times a tick: on the simulated 1,024-CPU host the search was 3%
+         * of a tick. */
+        if (cpu < s->n_cpus && s->cpus[cpu].cpu == cpu)
+                return &s->cpus[cpu];
+
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
                 if (s->cpus[mid].cpu == cpu)

@@ -481,6 +481,10 @@ static int update_own_masks(CgroupState *c) {
                 hwloc_const_bitmap_t own = policy_thread_own_mask(c, t, t->sample);
                 if (own == t->own)
                         continue;
+                /* Most threads' masks are as they were: no copy, and no
+                 * allocation for the others (two a thread a tick before). */
+                if (t->own && (hwloc_bitmap_isequal(own, t->own) || hwloc_bitmap_copy(t->own, own) >= 0))
+                        continue;
                 CpuSet copy = hwloc_bitmap_dup(own);
                 if (!copy)
                         return -ENOMEM;

@@ -256,8 +256,12 @@ int sampler_read_kept(Sampler *s, int *fd, const char *path, char **ret);
  * the budget allows, on first use): a fixture root kept open. */
 int thread_read_status(Sampler *s, ThreadPrev *tp, const char *path, char **ret);
 
-/* A copy of src: a recycled mask (sampler_snapshot_recycle()) or a new one. */
+/* sampler-masks.c: the masks of recycled snapshots (sampler_snapshot_recycle()). */
+
+/* A copy of src: a recycled mask or a new one. */
 CpuSet sampler_mask_dup(Sampler *s, hwloc_const_bitmap_t src);
+/* Frees the pool (sampler_free()). */
+void sampler_masks_done(Sampler *s);
 
 /* Closes what the entries keep open and frees them. */
 void thread_prevs_free(Sampler *s, ThreadPrev *items, size_t n);

@@ -110,12 +110,17 @@ int sampler_read_kept(Sampler *s, int *fd, const char *path, char **ret) {
                         return r;
         }
         for (;;) {
-                if (alloc - size < 2048) {
-                        char *p = realloc(buf, alloc + 4096);
+                /* Small first (a cgroup's CPU list, its use, PSI: under 1 KB,
+                 * which malloc serves from its per-thread cache; 4 KB blocks,
+                 * hundreds a tick, had it sort everything freed since the
+                 * last), then doubling (/proc/stat of 1,024 CPUs is 100 KB). */
+                if (alloc - size < 256) {
+                        size_t n = alloc ? alloc * 2 : 1000;
+                        char *p = realloc(buf, n);
                         if (!p)
                                 return -ENOMEM;
                         buf = p;
-                        alloc += 4096;
+                        alloc = n;
                 }
                 ssize_t n = pread(*fd, buf + size, alloc - size - 1, (off_t) size);
                 if (n < 0) {

@@ -56,9 +56,7 @@ Sampler *sampler_free(Sampler *s) {
         proc_schedstat_done(&s->prev_schedstat);
         free(s->cpus);
         thread_prevs_free(s, s->threads, s->n_threads);
-        for (size_t i = 0; i < s->n_mask_pool; i++)
-                hwloc_bitmap_free(s->mask_pool[i]);
-        free(s->mask_pool);
+        sampler_masks_done(s);
         for (size_t i = 0; i < s->n_cgroups; i++)
                 cgroup_cache_done(s, &s->cgroups[i]);
         free(s->cgroups);
@@ -67,44 +65,6 @@ Sampler *sampler_free(Sampler *s) {
         sampler_wake_done(s);
         free(s);
         return NULL;
-}
-
-CpuSet sampler_mask_dup(Sampler *s, hwloc_const_bitmap_t src) {
-        if (s->n_mask_pool == 0)
-                return hwloc_bitmap_dup(src);
-        CpuSet m = s->mask_pool[--s->n_mask_pool];
-        if (hwloc_bitmap_copy(m, src) < 0) {
-                hwloc_bitmap_free(m);
-                return NULL;
-        }
-        return m;
-}
-
-void sampler_snapshot_recycle(Sampler *s, Snapshot *snap) {
-        if (!snap)
-                return;
-        /* What the last sample did not take is more than a sample needs. */
-        for (size_t i = 0; i < s->n_mask_pool; i++)
-                hwloc_bitmap_free(s->mask_pool[i]);
-        s->n_mask_pool = 0;
-        for (size_t i = 0; i < snap->n_cgroups; i++) {
-                CgroupSample *c = &snap->cgroups[i];
-                size_t room = s->alloc_mask_pool - s->n_mask_pool;
-                if (room < c->n_threads) {
-                        size_t n = MAX(s->alloc_mask_pool * 2, s->n_mask_pool + c->n_threads);
-                        CpuSet *p = realloc(s->mask_pool, n * sizeof(CpuSet));
-                        if (!p)
-                                break; /* freed below, as ever */
-                        s->mask_pool = p;
-                        s->alloc_mask_pool = n;
-                }
-                for (size_t j = 0; j < c->n_threads; j++)
-                        if (c->threads[j].allowed) {
-                                s->mask_pool[s->n_mask_pool++] = c->threads[j].allowed;
-                                c->threads[j].allowed = NULL;
-                        }
-        }
-        snapshot_free(snap);
 }
 
 void sampler_keep_open(Sampler *s) {
