@@ -452,10 +452,16 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, size_t hint, Threa
         c->usage = cc->usage_primed ? cc->usage : -1;
         /* A quiet cgroup's use is read less often, as an idle thread's is:
          * every 2, 4, then SAMPLER_IDLE_MAX_TICKS ticks; one that wakes up
-         * is seen within that many. */
+         * is seen within that many. Not while only its last reads were
+         * quiet (its smoothed use is not): a load that pauses is seen at
+         * the next tick when it comes back. */
         cc->quiet = cgroup_quiet(s, sc, cc);
+        bool smoothed_quiet = cc->quiet && cc->usage < quiet_limit(cc);
         if (cc->quiet) {
-                if (cc->usage_skip == 0) {
+                if (!smoothed_quiet) {
+                        cc->usage_interval = 1;
+                        cc->usage_skip = 0;
+                } else if (cc->usage_skip == 0) {
                         cc->usage_interval = MIN(MAX(cc->usage_interval, 1u) * 2, SAMPLER_IDLE_MAX_TICKS);
                         cc->usage_skip = cc->usage_interval - 1;
                 } else
@@ -473,7 +479,10 @@ static int sample_cgroup(Sampler *s, const SamplerCgroup *sc, size_t hint, Threa
         /* Empty (a workload is about to be moved in: no event says so) or
          * changing: its members are read every sample, and so is the host. */
         cc->quiet = cc->quiet && cc->n_tids > 0 && s->n_samples - cc->procs_changed >= SAMPLER_MEMBERS_FRESH;
-        *ret_quiet = cc->quiet;
+        /* The host's ticks slow down only once the smoothed use says quiet:
+         * a load that pauses for a few ticks is not read thread by thread
+         * meanwhile, but is seen within a tick when it comes back. */
+        *ret_quiet = cc->quiet && smoothed_quiet;
         return r;
 }
 

@@ -50,7 +50,9 @@ typedef struct Sampler Sampler;
  * the smoothed use of a phase that ended takes some 5 s to decay from 30
  * CPUs to the limit, and the threads of every cgroup whose phase ended
  * were read (idle, every 2, 4, 8 ticks) all that time (on the simulated
- * host, half the threads read in a tick). */
+ * host, half the threads read in a tick). Its use is then still read every
+ * tick, and the host's ticks slow down only once the smoothed use is
+ * quiet: a load that comes back is seen at the next tick. */
 #define SAMPLER_QUIET_PERCENT 1.0
 #define SAMPLER_QUIET_THREAD_PERCENT 0.005
 #define SAMPLER_QUIET_RAW_READS 2u
