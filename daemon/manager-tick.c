@@ -179,16 +179,34 @@ static int cmp_pid(const void *a, const void *b) {
 /* The threads of a cgroup that steerd holds a mask on, as the engine sees
  * them (pins, moves: observe mode too) and as the actuator owns them (what
  * it changed, inherited pins): read even while the cgroup is quiet. */
-static int held_tids(const Manager *m, const char *cgroup, pid_t **ret, size_t *ret_n) {
+static int held_tids(const Manager *m, const ActOwned *owned, size_t n_owned, const char *cgroup, pid_t **ret,
+                     size_t *ret_n) {
         _cleanup_(freep) pid_t *tids = NULL;
-        size_t n = 0, alloc = 0;
+        size_t n = 0, alloc = 0, lo = 0, hi = n_owned;
         int r;
 
         r = policy_state_held_tids(m->policy, cgroup, &tids, &n, &alloc);
-        if (r >= 0)
-                r = actuator_owned_tids(m->actuator, cgroup, &tids, &n, &alloc);
         if (r < 0)
                 return r;
+        /* The first of the cgroup's entries in owned (sorted by name). */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (strcmp(owned[mid].cgroup, cgroup) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        for (size_t i = lo; i < n_owned && streq(owned[i].cgroup, cgroup); i++) {
+                if (n == alloc) {
+                        size_t na = alloc ? alloc * 2 : 16;
+                        pid_t *p = realloc(tids, na * sizeof(pid_t));
+                        if (!p)
+                                return -ENOMEM;
+                        tids = p;
+                        alloc = na;
+                }
+                tids[n++] = owned[i].tid;
+        }
         if (n > 1)
                 qsort(tids, n, sizeof(pid_t), cmp_pid);
         size_t k = 0;
@@ -208,7 +226,12 @@ static int tick_cgroups(const Manager *m, TickCgroups *ret) {
                 .held = calloc(m->optins.n + 1, sizeof(pid_t *)),
         };
 
+        _cleanup_(freep) ActOwned *owned = NULL;
+        size_t n_owned = 0;
+
         if (!t.cgs || !t.names || !t.locs || !t.held)
+                return -ENOMEM;
+        if (actuator_owned_by_cgroup(m->actuator, &owned, &n_owned) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < m->optins.n; i++) {
                 const OptIn *o = &m->optins.items[i];
@@ -226,7 +249,7 @@ static int tick_cgroups(const Manager *m, TickCgroups *ret) {
                 };
                 t.names[t.n] = o->name;
                 t.locs[t.n] = o->loc;
-                int r = held_tids(m, o->name, &t.held[t.n], &t.cgs[t.n].n_held);
+                int r = held_tids(m, owned, n_owned, o->name, &t.held[t.n], &t.cgs[t.n].n_held);
                 t.cgs[t.n].held = t.held[t.n];
                 t.n++;
                 if (r < 0)

@@ -1145,6 +1145,21 @@ static void test_live_cpuset_window(void **state) {
         actuator_counts(l->a, &nt, &nc);
         assert_int_equal(nt, 2);
         assert_int_equal(nc, 1);
+        {
+                /* The tick's one-pass lookup agrees with the per-cgroup one. */
+                _cleanup_(freep) ActOwned *owned = NULL;
+                _cleanup_(freep) pid_t *tids = NULL;
+                size_t n_owned = 0, n = 0, alloc = 0;
+                assert_int_equal(actuator_owned_by_cgroup(l->a, &owned, &n_owned), 0);
+                assert_int_equal(actuator_owned_tids(l->a, l->name, &tids, &n, &alloc), 0);
+                assert_int_equal(n_owned, 2);
+                assert_int_equal(n, 2);
+                assert_string_equal(owned[0].cgroup, l->name);
+                assert_string_equal(owned[1].cgroup, l->name);
+                assert_int_equal(owned[0].tid, MIN(t0, t2));
+                assert_int_equal(owned[1].tid, MAX(t0, t2));
+                assert_true((tids[0] == t0 && tids[1] == t2) || (tids[0] == t2 && tids[1] == t0));
+        }
 
         /* A pin outside the window: invalid (EINVAL), nothing of it is left
          * within the cgroup, dropped; the thread is not recorded. */

@@ -300,6 +300,27 @@ int actuator_owned_tids(const Actuator *a, const char *cgroup, pid_t **tids, siz
         return 0;
 }
 
+static int cmp_owned(const void *x, const void *y) {
+        const ActOwned *a = x, *b = y;
+        int c = strcmp(a->cgroup, b->cgroup);
+        return c != 0 ? c : (a->tid > b->tid) - (a->tid < b->tid);
+}
+
+int actuator_owned_by_cgroup(const Actuator *a, ActOwned **ret, size_t *ret_n) {
+        size_t n = a ? a->n_threads : 0;
+        ActOwned *v = calloc(MAX(n, (size_t) 1), sizeof(ActOwned));
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                v[i] = (ActOwned){.cgroup = a->threads[i].cgroup, .tid = a->threads[i].tid};
+        if (n > 1)
+                qsort(v, n, sizeof(ActOwned), cmp_owned);
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
 hwloc_const_bitmap_t actuator_cgroup_original(const Actuator *a, const char *cgroup) {
         const ActCgroup *c;
 
