@@ -15,6 +15,7 @@
 #include "manager-search.h"
 #include "manager-trial.h"
 #include "sampling.h"
+#include "tids.h"
 
 static void log_plan(const Plan *plan, bool applied) {
         char buf[CPUSET_STRLEN];
@@ -197,15 +198,9 @@ static int held_tids(const Manager *m, const ActOwned *owned, size_t n_owned, co
                         hi = mid;
         }
         for (size_t i = lo; i < n_owned && streq(owned[i].cgroup, cgroup); i++) {
-                if (n == alloc) {
-                        size_t na = alloc ? alloc * 2 : 16;
-                        pid_t *p = realloc(tids, na * sizeof(pid_t));
-                        if (!p)
-                                return -ENOMEM;
-                        tids = p;
-                        alloc = na;
-                }
-                tids[n++] = owned[i].tid;
+                r = tids_append(&tids, &n, &alloc, owned[i].tid);
+                if (r < 0)
+                        return r;
         }
         if (n > 1)
                 qsort(tids, n, sizeof(pid_t), cmp_pid);
